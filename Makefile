@@ -1,0 +1,39 @@
+# her-rl developer commands. Every target creates .venv itself (idempotent `make install`).
+PY      ?= python3.11
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+
+.PHONY: install run test bench bench-her bench-ppo clean
+
+install: $(STAMP)
+
+# torch is pinned to the CPU wheel that lies on disk; an unpinned torch pulls a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "torch==2.13.0"
+	$(BIN)/pip install --quiet -e ".[test,launchers]"
+	touch $(STAMP)
+
+run: install
+	$(BIN)/her-run algo=her_dqn env=bitflip n=15
+
+test: install
+	$(BIN)/python -m pytest -q -n 2 tests
+
+# Side-by-side benchmarks against Stable-Baselines3 (a benchmark-only extra).
+$(VENV)/.bench: $(STAMP)
+	$(BIN)/pip install --quiet -e ".[bench]"
+	touch $@
+
+bench: bench-her bench-ppo
+
+bench-her: $(VENV)/.bench
+	$(BIN)/python scripts/bench_her.py --n 30 --seeds 0 1 2
+
+bench-ppo: $(VENV)/.bench
+	$(BIN)/python scripts/bench_ppo.py --seeds 0 1 2
+
+clean:
+	rm -rf $(VENV) outputs multirun build *.egg-info
