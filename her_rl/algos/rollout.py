@@ -1,0 +1,292 @@
+"""Shared pieces of the on-policy algorithms (REINFORCE, PPO, RND-PPO).
+
+* :class:`ObsProcessor` turns what a vector env returns into a flat float32 batch ``[N, D]``
+  (goal envs: ``observation`` and ``desired_goal`` concatenated; Discrete observations one-hot)
+  and optionally whitens it with running statistics (updated only while collecting, never in
+  ``act``).
+* :class:`Policy` is the actor for a ``Discrete`` or ``Box`` action space, built from the shared
+  ``mlp`` and action classes; :func:`check_spaces` rejects other spaces with a ConfigError.
+* :class:`RolloutCollector` steps a vector env and returns a :class:`Rollout`.
+
+Truncation and gymnasium 1.x NEXT_STEP autoreset
+------------------------------------------------
+In NEXT_STEP mode the step on which an episode ends returns that episode's true last
+observation; the *following* ``step`` call ignores the action for that sub-env, resets it and
+returns the first observation of the next episode with reward 0 and no done flag. The collector
+therefore stores every vector step but marks the reset steps ``valid = False``:
+
+* ``obs[t]`` is what the policy saw at step t; ``obs[t+1]`` is always the true next observation
+  of step t (the final observation after a done), so ``values[t+1]`` is exactly the value to
+  bootstrap a truncated step from -- no extra forward pass, no ``final_obs`` bookkeeping.
+* Reset steps get reward 0 and are excluded from every loss, statistic and env-step count (they
+  are not transitions of the MDP). Algorithms pass ``terminated | ~valid`` / ``dones | ~valid``
+  to GAE so the garbage advantage of a reset step never leaks into a real one (the real step
+  before it has ``done = True`` and cuts the recursion anyway).
+* Truncated steps bootstrap from V(final observation); terminated ones do not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+from gymnasium import spaces
+
+from her_rl.registry import ConfigError
+from her_rl.rl.actions import ContinuousAction, DiscreteAction
+from her_rl.rl.nets import mlp
+from her_rl.rl.normalize import RunningMeanStd
+
+
+def check_spaces(algo: str, obs_space: spaces.Space, act_space: spaces.Space) -> None:
+    """Raise a ConfigError unless ``algo`` can observe ``obs_space`` and act in ``act_space``."""
+    if isinstance(act_space, spaces.Discrete):
+        pass
+    elif isinstance(act_space, spaces.Box) and len(act_space.shape) == 1:
+        pass
+    else:
+        raise ConfigError(
+            f"algo '{algo}' acts in Discrete or 1-D Box (continuous) action spaces; this env's action "
+            f"space is {act_space}. Use an env with one of those, or wrap it to flatten its actions."
+        )
+    if isinstance(obs_space, spaces.Dict):
+        if not {"observation", "desired_goal"} <= set(obs_space.spaces):
+            raise ConfigError(
+                f"algo '{algo}' reads Dict observations only from goal envs (keys observation and "
+                f"desired_goal); got keys {sorted(obs_space.spaces)}"
+            )
+    elif not isinstance(obs_space, (spaces.Box, spaces.Discrete, spaces.MultiBinary)):
+        raise ConfigError(f"algo '{algo}' cannot read observations of space {obs_space}")
+
+
+class ObsProcessor:
+    """Raw vector-env observations -> float32 ``[N, D]``, optionally whitened and clipped."""
+
+    def __init__(self, obs_space: spaces.Space, normalize: bool = False, clip: float = 10.0):
+        self.space = obs_space
+        if isinstance(obs_space, spaces.Dict):
+            self.dim = int(np.prod(obs_space["observation"].shape) + np.prod(obs_space["desired_goal"].shape))
+        elif isinstance(obs_space, spaces.Discrete):
+            self.dim = int(obs_space.n)
+        else:
+            self.dim = int(np.prod(obs_space.shape))
+        self.rms = RunningMeanStd((self.dim,)) if normalize else None
+        self.clip = clip
+
+    def flat(self, obs) -> np.ndarray:
+        """Flatten a batch of raw observations (no whitening)."""
+        if isinstance(self.space, spaces.Dict):
+            o, g = np.asarray(obs["observation"]), np.asarray(obs["desired_goal"])
+            return np.concatenate([o.reshape(len(o), -1), g.reshape(len(g), -1)], axis=1).astype(np.float32)
+        if isinstance(self.space, spaces.Discrete):
+            idx = np.asarray(obs, dtype=np.int64).reshape(-1) - int(self.space.start)
+            return np.eye(self.dim, dtype=np.float32)[idx]
+        obs = np.asarray(obs, dtype=np.float32)
+        return obs.reshape(len(obs), -1)
+
+    def normalize(self, flat: np.ndarray, update: bool = False) -> np.ndarray:
+        """Whiten a flat batch; ``update=True`` (collection only) first merges it into the stats."""
+        if self.rms is None:
+            return flat
+        if update:
+            self.rms.update(flat)
+        return self.rms.normalize(flat, clip=self.clip)
+
+    def state_dict(self) -> dict:
+        return {} if self.rms is None else self.rms.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        if self.rms is not None and state:
+            self.rms.load_state_dict(state)
+
+
+class Policy(nn.Module):
+    """Actor network: categorical over a Discrete space, diagonal Gaussian over a Box space.
+
+    Gaussian actions live in a unit box: the env receives ``center + scale * a`` clipped to the
+    bounds (finite bounds) while the unclipped ``a`` is stored, so log-probs stay exact.
+    """
+
+    def __init__(self, obs_dim: int, act_space: spaces.Space, hidden=(64, 64), activation: str = "tanh",
+                 ortho_init: bool = True, log_std_init: float = 0.0):
+        super().__init__()
+        self.discrete = isinstance(act_space, spaces.Discrete)
+        if self.discrete:
+            self.start = int(act_space.start)
+            self.net = mlp(obs_dim, int(act_space.n), hidden, activation, ortho_init, out_gain=0.01)
+        else:
+            act_dim = int(act_space.shape[0])
+            self.net = mlp(obs_dim, act_dim, hidden, activation, ortho_init, out_gain=0.01)
+            self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std_init)))
+            low, high = act_space.low.astype(np.float64), act_space.high.astype(np.float64)
+            finite = np.isfinite(low) & np.isfinite(high)
+            self.low, self.high = low, high
+            self.center = np.where(finite, (high + low) / 2, 0.0)
+            self.scale = np.where(finite, (high - low) / 2, 1.0)
+
+    def dist(self, obs: torch.Tensor):
+        out = self.net(obs)
+        if self.discrete:
+            return DiscreteAction(logits=out, greedy=True)  # greedy: no sampling here
+        return ContinuousAction(out, self.log_std.exp().expand_as(out))
+
+    def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None):
+        """``(actions, log_probs)`` drawn from the policy with the algorithm's own generator."""
+        if self.discrete:
+            a = DiscreteAction(logits=self.net(obs), generator=generator)
+            return a.idx, a.log_prob
+        d = self.dist(obs)
+        u = d.mean + d.std * torch.randn(d.mean.shape, generator=generator, device=d.mean.device)
+        return u, d.log_prob(u)
+
+    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor):
+        """``(log_probs, entropy)`` of stored actions under the current parameters."""
+        d = self.dist(obs)
+        if self.discrete:
+            return d.log_prob_of(actions), d.entropy
+        return d.log_prob(actions), d.entropy()
+
+    def greedy(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.dist(obs).mode()
+
+    def to_env(self, actions: torch.Tensor) -> np.ndarray:
+        """Stored actions -> what the vector env's ``step`` expects."""
+        a = actions.detach().cpu().numpy()
+        if self.discrete:
+            return a.astype(np.int64) + self.start
+        return np.clip(self.center + self.scale * a, self.low, self.high).astype(np.float32)
+
+
+@dataclass
+class Rollout:
+    """``T`` vector steps of ``N`` envs (tensors on the algorithm's device).
+
+    ``obs``/``obs_raw``/``values`` have ``T + 1`` rows: row ``t + 1`` is the true next observation
+    of step ``t`` (see the module docstring), row ``T`` the observation to bootstrap from.
+    """
+
+    obs: torch.Tensor  # [T+1, N, D] policy input (whitened if enabled)
+    obs_raw: torch.Tensor  # [T+1, N, D] flat, not whitened (RND keeps its own statistics)
+    actions: torch.Tensor  # [T, N] (discrete) or [T, N, A]
+    logp: torch.Tensor  # [T, N]
+    values: torch.Tensor  # [T+1, N, H] one column per value head (zeros without a critic)
+    rewards: torch.Tensor  # [T, N], 0 on reset steps
+    terminated: torch.Tensor  # [T, N] bool
+    truncated: torch.Tensor  # [T, N] bool
+    valid: torch.Tensor  # [T, N] bool, False on NEXT_STEP reset steps (and after the end in episode mode)
+    episode_returns: list[float] = field(default_factory=list)
+    episode_lengths: list[int] = field(default_factory=list)
+    episode_successes: list[float] = field(default_factory=list)
+
+    @property
+    def dones(self) -> torch.Tensor:
+        return self.terminated | self.truncated
+
+    @property
+    def env_steps(self) -> int:
+        return int(self.valid.sum())
+
+    def gae_flags(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(terminated, dones)`` for :func:`her_rl.rl.returns.gae` with invalid steps cut off."""
+        return self.terminated | ~self.valid, self.dones | ~self.valid
+
+
+ActFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+ValueFn = Callable[[torch.Tensor], torch.Tensor]
+
+
+class RolloutCollector:
+    """Steps a NEXT_STEP-autoreset vector env with a policy and records :class:`Rollout` s."""
+
+    def __init__(self, envs: gym.vector.VectorEnv, obs_proc: ObsProcessor, policy: Policy, seed: int | None,
+                 device: str | torch.device = "cpu"):
+        mode = envs.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
+        if mode != gym.vector.AutoresetMode.NEXT_STEP:
+            raise ConfigError(f"on-policy collection needs NEXT_STEP autoreset vector envs, got {mode}")
+        self.envs, self.obs_proc, self.policy, self.device = envs, obs_proc, policy, torch.device(device)
+        self.num_envs = envs.num_envs
+        self.seed = seed
+        self.reset(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        obs, _ = self.envs.reset(seed=seed)
+        self._obs = self.obs_proc.flat(obs)
+        self._prev_done = np.zeros(self.num_envs, dtype=bool)
+        self._ep_ret = np.zeros(self.num_envs, dtype=np.float64)
+        self._ep_len = np.zeros(self.num_envs, dtype=np.int64)
+
+    def _tensor(self, x: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(x).to(self.device)
+
+    @torch.no_grad()
+    def collect(self, act_fn: ActFn, value_fn: ValueFn | None, num_steps: int | None = None,
+                n_heads: int = 1, one_episode_each: bool = False, max_steps: int = 100_000) -> Rollout:
+        """Collect ``num_steps`` vector steps, or (``one_episode_each``) reset and run until every
+        env has ended one episode, marking each env's steps after its episode invalid."""
+        if one_episode_each:
+            self.reset()
+            num_steps = max_steps
+        finished = np.zeros(self.num_envs, dtype=bool)
+        buf: dict[str, list] = {k: [] for k in ("obs", "raw", "act", "logp", "val", "rew", "term", "trunc", "valid")}
+        rets, lens, succ = [], [], []
+        for _ in range(num_steps):
+            obs_t = self._tensor(self.obs_proc.normalize(self._obs, update=True))
+            actions, logp = act_fn(obs_t)
+            values = value_fn(obs_t) if value_fn is not None else torch.zeros(self.num_envs, n_heads)
+            next_obs, rew, term, trunc, infos = self.envs.step(self.policy.to_env(actions))
+            valid = ~self._prev_done & ~finished
+            rew = np.where(valid, np.asarray(rew, dtype=np.float64), 0.0)
+            term, trunc = np.asarray(term) & valid, np.asarray(trunc) & valid
+            done = term | trunc
+            self._ep_ret += rew
+            self._ep_len += valid
+            for i in np.flatnonzero(done):
+                rets.append(float(self._ep_ret[i]))
+                lens.append(int(self._ep_len[i]))
+                if "is_success" in infos:
+                    succ.append(float(np.asarray(infos["is_success"])[i]))
+            self._ep_ret[done], self._ep_len[done] = 0.0, 0
+            buf["obs"].append(obs_t)
+            buf["raw"].append(self._tensor(self._obs))
+            buf["act"].append(actions)
+            buf["logp"].append(logp)
+            buf["val"].append(values.reshape(self.num_envs, n_heads))
+            for k, v in (("rew", rew.astype(np.float32)), ("term", term), ("trunc", trunc), ("valid", valid)):
+                buf[k].append(self._tensor(np.ascontiguousarray(v)))
+            self._prev_done = done
+            self._obs = self.obs_proc.flat(next_obs)
+            if one_episode_each:
+                finished |= done
+                if finished.all():
+                    break
+        obs_t = self._tensor(self.obs_proc.normalize(self._obs, update=False))
+        last_v = value_fn(obs_t) if value_fn is not None else torch.zeros(self.num_envs, n_heads)
+        return Rollout(
+            obs=torch.stack(buf["obs"] + [obs_t]),
+            obs_raw=torch.stack(buf["raw"] + [self._tensor(self._obs)]),
+            actions=torch.stack(buf["act"]),
+            logp=torch.stack(buf["logp"]),
+            values=torch.stack(buf["val"] + [last_v.reshape(self.num_envs, n_heads)]),
+            rewards=torch.stack(buf["rew"]),
+            terminated=torch.stack(buf["term"]),
+            truncated=torch.stack(buf["trunc"]),
+            valid=torch.stack(buf["valid"]),
+            episode_returns=rets,
+            episode_lengths=lens,
+            episode_successes=succ,
+        )
+
+
+def obs_for_act(obs_proc: ObsProcessor, obs, device) -> torch.Tensor:
+    """Raw vector-env observations -> policy input for ``act`` (stats are never updated here)."""
+    return torch.from_numpy(obs_proc.normalize(obs_proc.flat(obs), update=False)).to(device)
+
+
+def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:
+    """``1 - Var(target - pred) / Var(target)`` (nan when the target is constant)."""
+    var = target.var()
+    return float("nan") if var == 0 else float(1 - (target - pred).var() / var)

@@ -1,0 +1,84 @@
+"""Deep Sea (bsuite, Osband et al. 2019): the standard hard-exploration chain on an N x N grid.
+
+Rules (deterministic bsuite variant):
+
+* The agent starts in the top-left cell (row 0, column 0). Every step moves it one row down and
+  one column left or right (clipped at the grid's edges), so an episode lasts exactly N steps.
+* Which of the two actions means "right" is drawn per cell from ``mapping_seed`` when the env is
+  built and never changes afterwards (reset seeds do not touch it): the task is one fixed MDP.
+* Every "right" action costs ``0.01 / N``. Acting "right" in the bottom-right cell (row N-1,
+  column N-1) also pays +1. Since the column can never exceed the row, that cell is reachable
+  only by going right at every step, so the single rewarding episode returns ``1 - 0.01 = 0.99``;
+  every other episode returns ``<= 0`` (left-only returns exactly 0).
+* Observation: the one-hot position on the flattened N*N grid (float32); after the last step the
+  agent has left the grid and the observation is all zeros (bsuite's terminal observation).
+
+A uniformly random policy collects the reward with probability 2^-N per episode.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class DeepSeaEnv(gym.Env):
+    """``gymnasium.make('her_rl/DeepSea-v0', size=20, mapping_seed=0)``."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, size: int = 10, mapping_seed: int = 0, move_cost: float = 0.01, render_mode: str | None = None):
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise ValueError(f"deep sea needs an integer size >= 1, got {size!r}")
+        self.size = int(size)
+        self.move_cost = float(move_cost)
+        self.render_mode = render_mode
+        # action_right[row, col] is the action index that moves right in that cell.
+        self.action_right = np.random.default_rng(mapping_seed).integers(0, 2, size=(self.size, self.size))
+        self.observation_space = spaces.Box(0.0, 1.0, shape=(self.size * self.size,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.row = 0
+        self.column = 0
+
+    def _obs(self) -> np.ndarray:
+        obs = np.zeros(self.size * self.size, dtype=np.float32)
+        if self.row < self.size:
+            obs[self.row * self.size + self.column] = 1.0
+        return obs
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.row, self.column = 0, 0
+        return self._obs(), {}
+
+    def step(self, action):
+        if self.row >= self.size:
+            raise RuntimeError("step() called after the episode ended; call reset()")
+        action = int(action)
+        if action not in (0, 1):
+            raise ValueError(f"deep sea actions are 0 or 1, got {action}")
+        right = action == self.action_right[self.row, self.column]
+        reward = 0.0
+        if right:
+            if self.row == self.size - 1 and self.column == self.size - 1:
+                reward += 1.0
+            reward -= self.move_cost / self.size
+            self.column = min(self.column + 1, self.size - 1)
+        else:
+            self.column = max(self.column - 1, 0)
+        self.row += 1
+        terminated = self.row >= self.size
+        return self._obs(), reward, terminated, False, {}
+
+    def optimal_actions(self) -> list[int]:
+        """The action sequence of the single rewarding episode (for tests and sanity checks)."""
+        return [int(self.action_right[i, i]) for i in range(self.size)]
+
+    def render(self):
+        if self.render_mode != "ansi":
+            return None
+        grid = np.full((self.size, self.size), ".")
+        if self.row < self.size:
+            grid[self.row, self.column] = "A"
+        return "\n".join("".join(r) for r in grid)

@@ -1,0 +1,163 @@
+"""Hindsight Experience Replay (Andrychowicz et al. 2017): where HER relabelling lives.
+
+``HindsightMemory`` stores whole episodes (one item of a :class:`ReplayBuffer` is an episode) and
+relabels goals at sample time, vectorised over the batch: with probability ``k / (k + 1)`` a
+transition's goal is replaced by an achieved goal chosen by the strategy, and its reward and
+termination are recomputed with the env's ``compute_reward``. Sampling at a ratio of k relabelled
+to 1 original is the same distribution as the paper's "store k extra copies per transition",
+without the k-fold memory. Any off-policy learner can draw from it.
+
+Strategies (paper, section 4.5):
+    future   an achieved goal from a later step of the same episode (t+1 ... end)
+    final    the episode's last achieved goal
+    episode  an achieved goal from any step of the same episode
+    random   an achieved goal from any stored episode
+    none     no relabelling (plain experience replay: the baseline)
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from her_rl.rl.replay import ReplayBuffer
+
+STRATEGIES = ("future", "final", "episode", "random", "none")
+
+RewardFn = Callable[[np.ndarray, np.ndarray, object], np.ndarray]
+
+
+class HindsightMemory:
+    """Episode-indexed replay memory with hindsight goal relabelling at sample time.
+
+    Episodes have at most ``horizon`` steps; ``obs`` and ``achieved_goal`` hold ``horizon + 1``
+    entries per episode (index t is before action t). ``length`` is the number of real steps,
+    so episodes that ended early (on success) are stored without padding steps being sampled.
+    A transition is terminal when its (relabelled) reward equals ``terminal_reward`` (bit-flip
+    terminates on success: reward 0); pass ``None`` for envs that never terminate.
+    """
+
+    def __init__(
+        self,
+        capacity_episodes: int,
+        horizon: int,
+        obs_dim: int,
+        goal_dim: int,
+        compute_reward: RewardFn,
+        strategy: str = "future",
+        k: int = 4,
+        terminal_reward: float | None = 0.0,
+        obs_dtype=np.float32,
+        goal_dtype=np.float32,
+        seed: int | None = None,
+    ):
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown HER strategy '{strategy}'; valid choices: {', '.join(STRATEGIES)}")
+        if k < 0:
+            raise ValueError(f"HER k must be >= 0, got {k}")
+        self.horizon, self.strategy, self.k = int(horizon), strategy, int(k)
+        self.compute_reward, self.terminal_reward = compute_reward, terminal_reward
+        self.relabel_prob = 0.0 if strategy == "none" else self.k / (self.k + 1.0)
+        T = self.horizon
+        self.episodes = ReplayBuffer(
+            capacity_episodes,
+            {
+                "obs": ((T + 1, obs_dim), obs_dtype),
+                "achieved_goal": ((T + 1, goal_dim), goal_dtype),
+                "desired_goal": ((goal_dim,), goal_dtype),
+                "action": ((T,), np.int64),
+                "length": ((), np.int64),
+            },
+        )
+        self.rng = np.random.default_rng(seed)
+
+    # -- storing ---------------------------------------------------------------------------
+    def remember(self, obs, achieved_goal, desired_goal, action, length) -> None:
+        """Store a batch of B episodes: obs [B, T+1, d], achieved_goal [B, T+1, g], desired_goal [B, g],
+        action [B, T], length [B] (steps actually taken; later entries are ignored)."""
+        length = np.asarray(length)
+        if length.min(initial=1) < 1 or length.max(initial=1) > self.horizon:
+            raise ValueError(f"episode lengths must lie in [1, {self.horizon}]")
+        self.episodes.add(obs=obs, achieved_goal=achieved_goal, desired_goal=desired_goal, action=action, length=length)
+
+    def __len__(self) -> int:
+        """Number of stored transitions."""
+        n = len(self.episodes)
+        return int(self.episodes.data["length"][:n].sum()) if n else 0
+
+    # -- relabelling -----------------------------------------------------------------------
+    def goal_indices(self, ep: np.ndarray, t: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """For transitions (episode ep, step t), the (episode, index) of the achieved goal the
+        strategy picks. Index i refers to ``achieved_goal[:, i]``, the goal achieved after i steps."""
+        lengths = self.episodes.data["length"]
+        L = lengths[ep]
+        u = rng.random(len(ep))
+        if self.strategy == "future":  # uniform over t+1 .. L: achieved at or after this transition's outcome
+            return ep, t + 1 + (u * (L - t)).astype(np.int64)
+        if self.strategy == "final":
+            return ep, L
+        if self.strategy == "episode":  # uniform over 1 .. L
+            return ep, 1 + (u * L).astype(np.int64)
+        if self.strategy == "random":
+            other = rng.integers(0, len(self.episodes), size=len(ep))
+            return other, 1 + (u * lengths[other]).astype(np.int64)
+        return ep, t + 1  # "none": unused
+
+    def _transitions(self, ep, t, goal) -> dict[str, np.ndarray]:
+        d = self.episodes.data
+        next_ag = d["achieved_goal"][ep, t + 1]
+        reward = np.asarray(self.compute_reward(next_ag, goal, None), dtype=np.float32)
+        if self.terminal_reward is None:
+            terminated = np.zeros(len(ep), dtype=bool)
+        else:
+            terminated = reward == self.terminal_reward
+        return {
+            "obs": d["obs"][ep, t],
+            "goal": goal,
+            "action": d["action"][ep, t],
+            "reward": reward,
+            "next_obs": d["obs"][ep, t + 1],
+            "terminated": terminated,
+        }
+
+    def sample(self, batch_size: int, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
+        """A batch of transitions, each relabelled with probability k/(k+1): keys obs, goal, action,
+        reward, next_obs, terminated (reward and terminated always match the returned goal)."""
+        if len(self.episodes) == 0:
+            raise RuntimeError("cannot sample from an empty memory")
+        rng = self.rng if rng is None else rng
+        ep = rng.integers(0, len(self.episodes), size=batch_size)
+        t = (rng.random(batch_size) * self.episodes.data["length"][ep]).astype(np.int64)
+        goal = self.episodes.data["desired_goal"][ep].copy()
+        relabel = rng.random(batch_size) < self.relabel_prob
+        if relabel.any():
+            g_ep, g_idx = self.goal_indices(ep[relabel], t[relabel], rng)
+            goal[relabel] = self.episodes.data["achieved_goal"][g_ep, g_idx]
+        return self._transitions(ep, t, goal)
+
+    def hindsight(self, episode_index: int, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
+        """The paper's explicit form for one stored episode: each of its transitions with its original
+        goal followed by k relabelled copies (goals from the strategy). For inspection and tests;
+        training samples the same distribution lazily through :meth:`sample`."""
+        rng = self.rng if rng is None else rng
+        L = int(self.episodes.data["length"][episode_index])
+        k = 0 if self.strategy == "none" else self.k
+        t = np.repeat(np.arange(L), k + 1)
+        ep = np.full(len(t), episode_index, dtype=np.int64)
+        goal = self.episodes.data["desired_goal"][ep].copy()
+        relabel = np.tile(np.arange(k + 1) > 0, L)
+        if relabel.any():
+            g_ep, g_idx = self.goal_indices(ep[relabel], t[relabel], rng)
+            goal[relabel] = self.episodes.data["achieved_goal"][g_ep, g_idx]
+        out = self._transitions(ep, t, goal)
+        out["t"] = t
+        return out
+
+    # -- checkpointing ---------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"episodes": self.episodes.state_dict(), "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.episodes.load_state_dict(state["episodes"])
+        self.rng.bit_generator.state = state["rng"]
