@@ -234,7 +234,7 @@ def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None, device: str
     agent_state.pop("memory", None)
     agent.load_state_dict(agent_state)
     envs = make_vec(env_cfg, int(cfg.eval.episodes), seed=int(cfg.seed))
-    result = evaluate(agent, envs, _eval_seed(int(cfg.seed), -1))
+    result = evaluate(agent, envs, _eval_seed(int(cfg.seed), 2**31))
     report = {"checkpoint": str(cfg.load), "algo": run_cfg.algo.name, "env": run_cfg.env.name,
               "episodes": int(cfg.eval.episodes), **{f"eval_{k}": v for k, v in result.items()}}
     out = _output_dir(cfg, out_dir)

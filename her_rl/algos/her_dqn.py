@@ -92,7 +92,7 @@ class HerDQN:
         self.q_target = mlp(self.obs_dim + self.goal_dim, self.n_actions, hidden, activation="relu").to(self.device)
         self.q_target.load_state_dict(self.q.state_dict())
         self.q_target.requires_grad_(False)
-        self.optimizer = torch.optim.Adam(self.q.parameters(), lr=lr)
+        self.optimizer = torch.optim.Adam(self.q.parameters(), lr=lr, fused=self.device.type == "cpu")
         self.updates = 0
 
     # -- acting ------------------------------------------------------------------------------

@@ -42,9 +42,9 @@ class PPO:
         epochs: int = 20,
         minibatch_size: int = 256,
         lr: float = 1e-3,
-        anneal_lr: bool = True,
+        lr_anneal: bool = True,
         clip_eps: float = 0.2,
-        anneal_clip: bool = True,
+        clip_anneal: bool = True,
         anneal_steps: int | None = 100_000,
         gamma: float = 0.98,
         gae_lambda: float = 0.8,
@@ -63,11 +63,11 @@ class PPO:
                         ("minibatch_size", minibatch_size)):
             if int(v) < 1:
                 raise ConfigError(f"{self.algo_name}: {name} must be >= 1, got {v}")
-        if (anneal_lr or anneal_clip) and not anneal_steps:
+        if (lr_anneal or clip_anneal) and not anneal_steps:
             raise ConfigError(f"{self.algo_name}: annealing needs anneal_steps (env steps until lr/clip reach 0)")
         self.device = torch.device(device)
         self.num_steps, self.epochs, self.minibatch_size = int(num_steps), int(epochs), int(minibatch_size)
-        self.lr, self.anneal_lr, self.clip_eps, self.anneal_clip = float(lr), anneal_lr, float(clip_eps), anneal_clip
+        self.lr, self.lr_anneal, self.clip_eps, self.clip_anneal = float(lr), lr_anneal, float(clip_eps), clip_anneal
         self.anneal_steps = anneal_steps
         self.gamma, self.gae_lambda = float(gamma), float(gae_lambda)
         self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
@@ -80,7 +80,7 @@ class PPO:
         self.policy = Policy(dim, self.envs.single_action_space, hidden, activation, True, log_std_init).to(self.device)
         self.critic = mlp(dim, self.n_value_heads, hidden, activation, ortho_init=True, out_gain=1.0).to(self.device)
         self.params = list(self.policy.parameters()) + list(self.critic.parameters())
-        self.optimizer = torch.optim.Adam(self.params, lr=self.lr, eps=1e-5)
+        self.optimizer = torch.optim.Adam(self.params, lr=self.lr, eps=1e-5, fused=True)
         self.clip_loss, self.entropy_loss = ClipLoss(self.clip_eps), EntropyLoss()
         self.gen = torch.Generator(device=self.device).manual_seed(int(seed))
         self.collector = RolloutCollector(self.envs, self.obs_proc, self.policy, seed, self.device)
@@ -119,8 +119,8 @@ class PPO:
 
     def train_iteration(self) -> IterationResult:
         frac = self._schedule()
-        lr = self.lr * frac if self.anneal_lr else self.lr
-        clip = self.clip_eps * frac if self.anneal_clip else self.clip_eps
+        lr = self.lr * frac if self.lr_anneal else self.lr
+        clip = self.clip_eps * frac if self.clip_anneal else self.clip_eps
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         ro = self.collector.collect(self._sample, self._values, self.num_steps, self.n_value_heads)
@@ -136,7 +136,7 @@ class PPO:
         values_b = ro.values[:-1].reshape(-1, self.n_value_heads)[idx]
         metrics.update(self._update(obs, actions, old_logp, adv_b, ret_b, clip))
         metrics.update(self._extra_update(ro, idx))
-        metrics["losses/explained_variance"] = explained_variance(values_b.sum(-1), ret_b.sum(-1))
+        metrics["losses/explained_variance"] = explained_variance(values_b[:, 0], ret_b[:, 0])  # extrinsic head
         metrics["charts/learning_rate"] = lr
         metrics["charts/clip_eps"] = clip
         self.global_step += ro.env_steps
@@ -170,9 +170,9 @@ class PPO:
                     log_ratio = logp - old_logp[mb]
                     kl = float(((log_ratio.exp() - 1) - log_ratio).mean())  # the k3 estimator
                 kls.append(kl)
-                sums["pg"] += float(pg_loss)
-                sums["v"] += float(v_loss)
-                sums["ent"] += -float(ent_loss)
+                sums["pg"] += pg_loss.item()
+                sums["v"] += v_loss.item()
+                sums["ent"] -= ent_loss.item()
                 sums["kl"] += kl
                 sums["cf"] += ClipLoss.clip_fraction(logp, old_logp[mb], clip) if clip > 0 else 0.0
                 n += 1

@@ -231,12 +231,11 @@ class RolloutCollector:
             self.reset()
             num_steps = max_steps
         finished = np.zeros(self.num_envs, dtype=bool)
-        buf: dict[str, list] = {k: [] for k in ("obs", "raw", "act", "logp", "val", "rew", "term", "trunc", "valid")}
+        buf: dict[str, list] = {k: [] for k in ("obs", "raw", "act", "logp", "rew", "term", "trunc", "valid")}
         rets, lens, succ = [], [], []
         for _ in range(num_steps):
             obs_t = self._tensor(self.obs_proc.normalize(self._obs, update=True))
             actions, logp = act_fn(obs_t)
-            values = value_fn(obs_t) if value_fn is not None else torch.zeros(self.num_envs, n_heads)
             next_obs, rew, term, trunc, infos = self.envs.step(self.policy.to_env(actions))
             valid = ~self._prev_done & ~finished
             rew = np.where(valid, np.asarray(rew, dtype=np.float64), 0.0)
@@ -254,7 +253,6 @@ class RolloutCollector:
             buf["raw"].append(self._tensor(self._obs))
             buf["act"].append(actions)
             buf["logp"].append(logp)
-            buf["val"].append(values.reshape(self.num_envs, n_heads))
             for k, v in (("rew", rew.astype(np.float32)), ("term", term), ("trunc", trunc), ("valid", valid)):
                 buf[k].append(self._tensor(np.ascontiguousarray(v)))
             self._prev_done = done
@@ -263,14 +261,17 @@ class RolloutCollector:
                 finished |= done
                 if finished.all():
                     break
-        obs_t = self._tensor(self.obs_proc.normalize(self._obs, update=False))
-        last_v = value_fn(obs_t) if value_fn is not None else torch.zeros(self.num_envs, n_heads)
+        obs = torch.stack(buf["obs"] + [self._tensor(self.obs_proc.normalize(self._obs, update=False))])
+        if value_fn is None:
+            values = torch.zeros(*obs.shape[:2], n_heads, device=self.device)
+        else:  # one batched forward pass for all T + 1 rows instead of one per step
+            values = value_fn(obs.reshape(-1, obs.shape[-1])).reshape(*obs.shape[:2], n_heads)
         return Rollout(
-            obs=torch.stack(buf["obs"] + [obs_t]),
+            obs=obs,
             obs_raw=torch.stack(buf["raw"] + [self._tensor(self._obs)]),
             actions=torch.stack(buf["act"]),
             logp=torch.stack(buf["logp"]),
-            values=torch.stack(buf["val"] + [last_v.reshape(self.num_envs, n_heads)]),
+            values=values,
             rewards=torch.stack(buf["rew"]),
             terminated=torch.stack(buf["term"]),
             truncated=torch.stack(buf["trunc"]),

@@ -66,6 +66,7 @@ class DiscreteAction(Action):
                     probs = x
                 else:
                     logits = x
+        self._parts: list[tuple[torch.Tensor, torch.Tensor]] = []  # pending appended steps
         self._logits: torch.Tensor | None = None
         self._idx: torch.Tensor | None = None
         if logits is None and probs is None:
@@ -82,24 +83,33 @@ class DiscreteAction(Action):
             raise ValueError("logits/probs need at least one dimension (the actions)")
         if lg.dim() == 1:
             lg = lg.unsqueeze(0)
-        self._logits = lg - lg.logsumexp(-1, keepdim=True)
+        self._logits = torch.log_softmax(lg, -1)
         if idx is not None:
             i = torch.as_tensor(idx if not isinstance(idx, np.ndarray) else idx.astype(np.int64),
                                 dtype=torch.long, device=lg.device).reshape(lg.shape[:-1])
         elif greedy:
             i = self._logits.detach().argmax(-1)
         else:
+            # Gumbel-max: argmax(logits - log E), E ~ Exp(1); much cheaper than multinomial per step.
             with torch.no_grad():
-                p = self._logits.detach().exp().reshape(-1, lg.shape[-1])
-                i = torch.multinomial(p, 1, generator=generator).reshape(lg.shape[:-1])
+                e = torch.empty_like(self._logits).exponential_(generator=generator)
+                i = (self._logits.detach() - e.clamp_min(1e-20).log()).argmax(-1)
         self._idx = i
 
     # -- construction helpers -------------------------------------------------------
     @classmethod
     def _from(cls, logits: torch.Tensor | None, idx: torch.Tensor | None) -> "DiscreteAction":
         new = cls.__new__(cls)
-        new._logits, new._idx = logits, idx
+        new._logits, new._idx, new._parts = logits, idx, []
         return new
+
+    def _flush(self) -> None:
+        # Appends are queued and concatenated once on first read: O(T) per episode, not O(T^2).
+        if self._parts:
+            lgs = ([self._logits] if self._logits is not None else []) + [p[0] for p in self._parts]
+            ids = ([self._idx] if self._idx is not None else []) + [p[1] for p in self._parts]
+            self._logits, self._idx = torch.cat(lgs), torch.cat(ids)
+            self._parts = []
 
     def _check_other(self, other: Any) -> "DiscreteAction":
         if not isinstance(other, Action):
@@ -108,18 +118,26 @@ class DiscreteAction(Action):
             raise TypeError(f"cannot concatenate DiscreteAction with {type(other).__name__}")
         if self.n is not None and other.n is not None and self.n != other.n:
             raise ValueError(f"number of actions differs: {self.n} vs {other.n}")
-        if (self._logits is not None and other._logits is not None
-                and self._logits.shape[1:-1] != other._logits.shape[1:-1]):
-            raise ValueError(f"batch shapes differ: {tuple(self._logits.shape)} vs {tuple(other._logits.shape)}")
+        a, b = self._any_logits(), other._any_logits()
+        if a is not None and b is not None and a.shape[1:-1] != b.shape[1:-1]:
+            raise ValueError(f"batch shapes differ: {tuple(a.shape)} vs {tuple(b.shape)}")
         return other
+
+    def _any_logits(self) -> torch.Tensor | None:
+        """Some logits tensor of this action (without flushing), or None if empty."""
+        if self._logits is not None:
+            return self._logits
+        return self._parts[0][0] if self._parts else None
 
     # -- properties -----------------------------------------------------------------
     @property
     def n(self) -> int | None:
         """Action-space size (None while empty)."""
-        return None if self._logits is None else int(self._logits.shape[-1])
+        lg = self._any_logits()
+        return None if lg is None else int(lg.shape[-1])
 
     def _need(self) -> torch.Tensor:
+        self._flush()
         if self._logits is None:
             raise ValueError("empty DiscreteAction")
         return self._logits
@@ -143,7 +161,7 @@ class DiscreteAction(Action):
     @property
     def log_prob(self) -> torch.Tensor:
         """Log-probability of the chosen indices ``[T]`` (differentiable)."""
-        return self.log_prob_of(self._idx)
+        return self.log_prob_of(self.idx)
 
     @property
     def prob(self) -> torch.Tensor:
@@ -183,10 +201,12 @@ class DiscreteAction(Action):
 
     # -- container protocol ----------------------------------------------------------
     def __len__(self) -> int:
-        return 0 if self._logits is None else int(self._logits.shape[0])
+        n = 0 if self._logits is None else int(self._logits.shape[0])
+        return n + sum(int(p[0].shape[0]) for p in self._parts)
 
     def size(self, dim: int | None = None):
         """Like ``Tensor.size`` of the logits: ``size(0)`` steps, ``size(-1)`` actions."""
+        self._flush()
         if self._logits is None:
             return (0,) if dim is None else 0
         return self._logits.size() if dim is None else self._logits.size(dim)
@@ -199,6 +219,8 @@ class DiscreteAction(Action):
 
     def __add__(self, other: Any) -> "DiscreteAction":
         self._check_other(other)
+        self._flush()
+        other._flush()
         if other._logits is None:
             return DiscreteAction._from(self._logits, self._idx)
         if self._logits is None:
@@ -214,8 +236,10 @@ class DiscreteAction(Action):
         raise TypeError(f"can only concatenate an Action, not {type(other).__name__}")
 
     def __iadd__(self, other: Any) -> "DiscreteAction":
-        res = self + other
-        self._logits, self._idx = res._logits, res._idx
+        self._check_other(other)
+        other._flush()
+        if other._logits is not None:
+            self._parts.append((other._logits, other._idx))
         return self
 
     def append(self, other: Any) -> "DiscreteAction":
@@ -226,15 +250,18 @@ class DiscreteAction(Action):
 
     def detach(self) -> "DiscreteAction":
         """Copy without autograd history (e.g. to store the behaviour policy)."""
+        self._flush()
         return DiscreteAction._from(None if self._logits is None else self._logits.detach(), self._idx)
 
     def to(self, device) -> "DiscreteAction":
         """Move to a device."""
+        self._flush()
         if self._logits is None:
             return self
         return DiscreteAction._from(self._logits.to(device), self._idx.to(device))
 
     def __repr__(self) -> str:
+        self._flush()
         if self._logits is None:
             return "DiscreteAction([])"
         return f"DiscreteAction(steps={len(self)}, n={self.n}, idx={self._idx.tolist()})"

@@ -39,11 +39,16 @@ class RunningMeanStd:
 
     def update_from_moments(self, batch_mean, batch_var, batch_count: int) -> None:
         """Parallel-variance merge given a batch's mean, (population) var and count."""
+        batch_mean = np.asarray(batch_mean, dtype=np.float64)
+        batch_var = np.asarray(batch_var, dtype=np.float64)
         delta = batch_mean - self.mean
         tot = self.count + batch_count
         new_mean = self.mean + delta * batch_count / tot
         m2 = self.var * self.count + batch_var * batch_count + delta**2 * self.count * batch_count / tot
-        self.mean, self.var, self.count = new_mean, m2 / tot, float(tot)
+        # Keep ndarray type even for shape () so state_dict/torch.from_numpy always work.
+        self.mean = np.asarray(new_mean, dtype=np.float64).reshape(self.shape)
+        self.var = np.asarray(m2 / tot, dtype=np.float64).reshape(self.shape)
+        self.count = float(tot)
 
     @property
     def std(self) -> np.ndarray:

@@ -1,0 +1,143 @@
+"""PPO with Random Network Distillation exploration (Burda et al. 2018, arXiv 1810.12894).
+
+Everything is :class:`her_rl.algos.ppo.PPO` except:
+
+* the critic has two heads, ``V_ext`` (episodic, ``gamma_ext``) and ``V_int`` (non-episodic,
+  ``gamma_int``), both regressed in the PPO value loss;
+* the intrinsic reward of step t is the RND prediction error on its true next observation
+  (``obs[t+1]``, the final observation when the episode ended), scaled by the running std of the
+  discounted intrinsic return (:meth:`her_rl.rl.rnd.RND.normalize_rewards`);
+* the advantage is ``ext_coef * A_ext + int_coef * A_int`` (paper: 2 and 1). ``A_int`` ignores
+  episode ends: its GAE recursion runs through them (through the masked NEXT_STEP reset step,
+  which carries intrinsic reward 0), as the paper's non-episodic intrinsic return does;
+* after the PPO epochs the RND predictor is trained for the same epochs and minibatches on a
+  random ``predictor_fraction`` (0.25) of each minibatch of next observations;
+* the RND input statistics start from ``rnd_init_steps`` vector steps of a uniformly random
+  policy, taken when the agent is built and counted in the first iteration's env steps.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Sequence
+
+import torch
+
+from her_rl.agent import IterationResult
+from her_rl.algos.ppo import PPO
+from her_rl.algos.rollout import Rollout
+from her_rl.registry import ConfigError
+from her_rl.rl.returns import gae
+from her_rl.rl.rnd import RND
+
+
+class RNDPPO(PPO):
+    algo_name = "rnd_ppo"
+    n_value_heads = 2  # column 0: extrinsic, column 1: intrinsic
+
+    def __init__(
+        self,
+        env: dict,
+        seed: int = 0,
+        device: str = "cpu",
+        gamma_ext: float = 0.999,
+        gamma_int: float = 0.99,
+        ext_coef: float = 2.0,
+        int_coef: float = 1.0,
+        rnd_lr: float = 1e-4,
+        rnd_hidden: Sequence[int] = (256, 256),
+        rnd_embed_dim: int = 128,
+        predictor_fraction: float = 0.25,
+        rnd_init_steps: int = 50,
+        **ppo_kwargs,
+    ):
+        if "gamma" in ppo_kwargs:
+            raise ConfigError("rnd_ppo has gamma_ext and gamma_int instead of gamma")
+        if not 0.0 < predictor_fraction <= 1.0:
+            raise ConfigError(f"rnd_ppo: predictor_fraction must lie in (0, 1], got {predictor_fraction}")
+        super().__init__(env, seed, device, gamma=gamma_ext, **ppo_kwargs)
+        self.gamma_int, self.ext_coef, self.int_coef = float(gamma_int), float(ext_coef), float(int_coef)
+        self.predictor_fraction = float(predictor_fraction)
+        self.rnd = RND(self.obs_proc.dim, rnd_hidden, rnd_embed_dim, lr=float(rnd_lr), gamma_int=self.gamma_int,
+                       memory_capacity=1, device=self.device, seed=int(seed))
+        self._pending_steps = 0
+        if rnd_init_steps > 0:  # observation statistics from a uniformly random policy
+            ro = self.collector.collect(self._random_actions, None, int(rnd_init_steps), self.n_value_heads)
+            self.rnd.update_obs_stats(ro.obs_raw[1:][ro.valid])
+            self._pending_steps = ro.env_steps
+
+    def _random_actions(self, obs: torch.Tensor):
+        n = obs.shape[0]
+        if self.policy.discrete:
+            a = torch.randint(self.policy.net[-1].out_features, (n,), generator=self.gen, device=self.device)
+        else:
+            dim = self.policy.log_std.shape[0]
+            a = torch.rand(n, dim, generator=self.gen, device=self.device) * 2 - 1
+        return a, torch.zeros(n, device=self.device)
+
+    def _advantages(self, ro: Rollout):
+        next_raw = ro.obs_raw[1:]  # [T, N, D] true next observation of every step
+        valid = ro.valid
+        self.rnd.update_obs_stats(next_raw[valid])
+        r_raw = self.rnd.intrinsic_reward(next_raw.reshape(-1, next_raw.shape[-1])).reshape(valid.shape)
+        r_raw = r_raw * valid
+        r_int = self.rnd.normalize_rewards(r_raw)
+        term, dones = ro.gae_flags()
+        adv_ext, ret_ext = gae(ro.rewards, ro.values[:-1, :, 0], ro.values[1:, :, 0], term, dones,
+                               self.gamma, self.gae_lambda)
+        never = torch.zeros_like(ro.terminated)
+        adv_int, ret_int = gae(r_int, ro.values[:-1, :, 1], ro.values[1:, :, 1], never, never,
+                               self.gamma_int, self.gae_lambda)
+        adv = self.ext_coef * adv_ext + self.int_coef * adv_int
+        n_valid = max(int(valid.sum()), 1)
+        metrics = {"charts/intrinsic_reward": float(r_int[valid].sum()) / n_valid,
+                   "charts/intrinsic_reward_raw": float(r_raw[valid].sum()) / n_valid}
+        return adv, torch.stack([ret_ext, ret_int], dim=-1), metrics
+
+    def _extra_update(self, ro: Rollout, valid_idx: torch.Tensor) -> dict:
+        x = ro.obs_raw[1:].reshape(-1, ro.obs_raw.shape[-1])[valid_idx]
+        losses = []
+        for _ in range(self.epochs):
+            perm = torch.randperm(x.shape[0], generator=self.gen, device=self.device)
+            for start in range(0, x.shape[0], self.minibatch_size):
+                loss = self.rnd.predictor_loss(x[perm[start:start + self.minibatch_size]], self.predictor_fraction)
+                self.rnd.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                self.rnd.optimizer.step()
+                losses.append(loss.item())
+        return {"losses/predictor_loss": sum(losses) / max(len(losses), 1)}
+
+    def train_iteration(self) -> IterationResult:
+        result = super().train_iteration()
+        result.env_steps += self._pending_steps  # the random-policy steps taken at construction
+        self.global_step += self._pending_steps
+        self._pending_steps = 0
+        return result
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["rnd"] = self.rnd.state_dict()
+        state["rnd_optimizer"] = self.rnd.optimizer.state_dict()
+        state["rnd_rng"] = self.rnd.rng.bit_generator.state
+        state["pending_steps"] = self._pending_steps
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.rnd.load_state_dict(state["rnd"])
+        self.rnd.optimizer.load_state_dict(state["rnd_optimizer"])
+        self.rnd.rng.bit_generator.state = state["rnd_rng"]
+        self._pending_steps = int(state["pending_steps"])
+
+
+def _signature() -> inspect.Signature:
+    """RNDPPO's own parameters followed by PPO's (minus ``gamma``), so the registry can check
+    config keys against one explicit list without the PPO arguments being repeated here."""
+    own = [p for p in inspect.signature(RNDPPO.__init__).parameters.values()
+           if p.name != "self" and p.kind is not p.VAR_KEYWORD]
+    names = {p.name for p in own}
+    ppo = [p for p in inspect.signature(PPO).parameters.values() if p.name not in names and p.name != "gamma"]
+    return inspect.Signature(own + ppo)
+
+
+RNDPPO.__signature__ = _signature()

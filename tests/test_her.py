@@ -1,0 +1,113 @@
+"""Hindsight relabelling properties of HindsightMemory (her_rl/rl/her.py)."""
+
+import numpy as np
+import pytest
+
+from her_rl.envs.bitflip import compute_reward
+from her_rl.rl.her import STRATEGIES, HindsightMemory
+
+T, N_BITS, EPISODES = 12, 40, 30
+
+
+def _filled_memory(strategy: str, k: int = 4, seed: int = 0) -> HindsightMemory:
+    """Episodes of random, variable length whose achieved goals are all distinct (40 random bits)."""
+    rng = np.random.default_rng(seed)
+    mem = HindsightMemory(64, T, N_BITS, N_BITS, compute_reward, strategy=strategy, k=k, seed=seed,
+                          obs_dtype=np.int8, goal_dtype=np.int8)
+    obs = rng.integers(0, 2, size=(EPISODES, T + 1, N_BITS), dtype=np.int8)
+    mem.remember(obs=obs, achieved_goal=obs, desired_goal=rng.integers(0, 2, size=(EPISODES, N_BITS), dtype=np.int8),
+                 action=rng.integers(0, N_BITS, size=(EPISODES, T)), length=rng.integers(1, T + 1, size=EPISODES))
+    return mem
+
+
+def _locate(mem: HindsightMemory, goal: np.ndarray) -> tuple[int, int]:
+    """(episode, index) of the stored achieved goal equal to ``goal`` (unique by construction)."""
+    hits = np.argwhere(np.all(mem.episodes.data["achieved_goal"][: len(mem.episodes)] == goal, axis=-1))
+    assert len(hits) == 1, "goal is not one stored achieved goal"
+    return int(hits[0, 0]), int(hits[0, 1])
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_relabelled_reward_and_termination_match_compute_reward(strategy):
+    mem = _filled_memory(strategy)
+    batch = mem.sample(4096)
+    np.testing.assert_array_equal(batch["reward"], compute_reward(batch["next_obs"], batch["goal"]))
+    np.testing.assert_array_equal(batch["terminated"], batch["reward"] == 0.0)
+    if strategy in ("future", "final", "episode"):
+        assert batch["terminated"].mean() > 0.05  # relabelling makes reaching "a goal" common
+
+
+def test_future_goals_come_from_the_same_episode_at_or_after_the_transition():
+    mem = _filled_memory("future", k=4)
+    length = mem.episodes.data["length"]
+    for e in range(EPISODES):
+        out = mem.hindsight(e)
+        assert len(out["t"]) == 5 * length[e]
+        relabelled = np.tile(np.arange(5) > 0, length[e])
+        for t, goal in zip(out["t"][relabelled], out["goal"][relabelled]):
+            ep, idx = _locate(mem, goal)
+            assert ep == e and t + 1 <= idx <= length[e]
+        np.testing.assert_array_equal(out["reward"], compute_reward(out["next_obs"], out["goal"]))
+
+
+def test_future_relabelling_covers_all_later_steps_uniformly():
+    mem = _filled_memory("future", k=10**6)  # relabel (almost) always
+    e = int(np.argmax(mem.episodes.data["length"][:EPISODES]))
+    L = int(mem.episodes.data["length"][e])
+    ep = np.zeros(20000, dtype=np.int64) + e
+    _, idx = mem.goal_indices(ep, np.zeros_like(ep), np.random.default_rng(1))
+    counts = np.bincount(idx, minlength=L + 1)
+    assert counts[0] == 0 and counts[1:].min() > 0.7 * 20000 / L
+
+
+def test_final_episode_and_random_strategies_pick_the_right_goals():
+    for strategy in ("final", "episode", "random"):
+        mem = _filled_memory(strategy, k=10**6)
+        length = mem.episodes.data["length"]
+        ep = np.arange(EPISODES)
+        g_ep, g_idx = mem.goal_indices(ep, np.zeros(EPISODES, dtype=np.int64), np.random.default_rng(0))
+        if strategy == "final":
+            assert np.all(g_ep == ep) and np.all(g_idx == length[ep])
+        elif strategy == "episode":
+            assert np.all(g_ep == ep) and np.all((g_idx >= 1) & (g_idx <= length[ep]))
+        else:
+            assert (g_ep != ep).any() and np.all((g_idx >= 1) & (g_idx <= length[g_ep]))
+
+
+def test_relabel_ratio_is_k_over_k_plus_one_and_none_keeps_goals():
+    mem = _filled_memory("future", k=4)
+    batch = mem.sample(20000, np.random.default_rng(3))
+    original = mem.episodes.data["desired_goal"]
+    kept = np.array([np.any(np.all(original[:EPISODES] == g, axis=1)) for g in batch["goal"][:2000]])
+    assert abs((1 - kept.mean()) - 0.8) < 0.04
+    plain = _filled_memory("none").sample(500)
+    assert all(np.any(np.all(original[:EPISODES] == g, axis=1)) for g in plain["goal"])
+
+
+def test_sampled_steps_lie_inside_each_episode():
+    mem = _filled_memory("future")
+    batch = mem.sample(5000)
+    # every sampled obs is a stored obs at a step < that episode's length
+    obs = mem.episodes.data["obs"]
+    for o in batch["obs"][:300]:
+        e, t = _locate(mem, o)
+        assert t < mem.episodes.data["length"][e]
+
+
+def test_len_counts_transitions_and_state_round_trips():
+    mem = _filled_memory("future")
+    assert len(mem) == int(mem.episodes.data["length"][:EPISODES].sum())
+    copy = HindsightMemory(64, T, N_BITS, N_BITS, compute_reward, obs_dtype=np.int8, goal_dtype=np.int8)
+    copy.load_state_dict(mem.state_dict())
+    a, b = mem.sample(64), copy.sample(64)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_bad_strategy_and_lengths_are_rejected():
+    with pytest.raises(ValueError, match="valid choices"):
+        HindsightMemory(4, T, 3, 3, compute_reward, strategy="later")
+    mem = HindsightMemory(4, 3, 2, 2, compute_reward)
+    with pytest.raises(ValueError, match="lengths"):
+        mem.remember(obs=np.zeros((1, 4, 2)), achieved_goal=np.zeros((1, 4, 2)), desired_goal=np.zeros((1, 2)),
+                     action=np.zeros((1, 3), dtype=np.int64), length=np.array([4]))
