@@ -104,18 +104,18 @@ def test_reinforce_with_critic_baseline_runs():
 
 @pytest.mark.slow
 def test_ppo_continuous_pendulum_improves():
-    kw = dict(num_envs=4, num_steps=256, epochs=10, minibatch_size=256, lr=1e-3, lr_anneal=False, clip_anneal=False,
+    kw = dict(num_envs=4, num_steps=256, epochs=10, minibatch_size=64, lr=1e-3, lr_anneal=False, clip_anneal=False,
               gamma=0.9, gae_lambda=0.95, normalize_obs=True, log_std_init=-0.5)
     agent = PPO(env=PENDULUM, seed=0, **kw)
     before = greedy_return(agent, PENDULUM, episodes=8)
     firsts, lasts = [], []
-    for i in range(40):  # about 41k env steps
+    for i in range(30):  # about 30k env steps
         res = agent.train_iteration()
-        (firsts if i < 5 else lasts if i >= 35 else []).extend(res.episode_returns)
+        (firsts if i < 5 else lasts if i >= 25 else []).extend(res.episode_returns)
         assert res.env_steps <= 4 * 256  # NEXT_STEP reset steps are not counted
     after = greedy_return(agent, PENDULUM, episodes=8)
     assert np.mean(lasts) > np.mean(firsts) + 200, (np.mean(firsts), np.mean(lasts))
-    assert after > before + 200, (before, after)
+    assert after > before + 300, (before, after)
     a = agent.act(np.zeros((3, 3), dtype=np.float32))
     assert a.shape == (3, 1) and a.dtype == np.float32 and np.all(np.abs(a) <= 2.0)
 
@@ -124,17 +124,17 @@ def test_ppo_continuous_pendulum_improves():
 def test_rnd_intrinsic_reward_falls_on_often_seen_states():
     agent = RNDPPO(env=deep_sea(6), seed=0, num_envs=4, num_steps=12, epochs=4, minibatch_size=48,
                    rnd_lr=1e-3, rnd_hidden=(64, 64), rnd_embed_dim=32)
-    start = np.zeros((1, 36), dtype=np.float32)
-    start[0, 0] = 1.0  # the start cell: seen in every episode
+    often = np.zeros((2, 36), dtype=np.float32)
+    often[0, 6], often[1, 7] = 1.0, 1.0  # the two cells of row 1: every episode enters one of them
     never = np.zeros((1, 36), dtype=np.float32)
     never[0, 35] = 1.0  # bottom-right: essentially never reached by a near-random policy this early
-    r0 = float(agent.rnd.intrinsic_reward(start))
+    r0 = float(agent.rnd.intrinsic_reward(often).mean())
     for _ in range(15):
         res = agent.train_iteration()
         assert res.metrics["charts/intrinsic_reward"] > 0 and np.isfinite(res.metrics["losses/predictor_loss"])
-    r1, r_never = float(agent.rnd.intrinsic_reward(start)), float(agent.rnd.intrinsic_reward(never))
+    r1, r_never = float(agent.rnd.intrinsic_reward(often).mean()), float(agent.rnd.intrinsic_reward(never))
     assert r1 < 0.2 * r0, (r0, r1)
-    assert r_never > 3 * r1, (r_never, r1)
+    assert r_never > 1.5 * r1, (r_never, r1)
 
 
 def test_rnd_ppo_counts_random_init_steps_and_has_two_value_heads():

@@ -98,3 +98,11 @@ def test_squashed_density_integrates_to_one():
     a = torch.linspace(-0.9999, 0.9999, 20001).reshape(-1, 1)
     dens = act.log_prob(a).exp()
     assert torch.trapezoid(dens, a.squeeze(1)).item() == pytest.approx(1.0, abs=2e-3)
+
+
+def test_minibatch_indexing_with_index_tensor():
+    a = DiscreteAction(logits=torch.randn(6, 3), idx=[0, 1, 2, 0, 1, 2])
+    mb = a[torch.tensor([1, 4, 5])]
+    assert mb.idx.tolist() == [1, 1, 2]
+    torch.testing.assert_close(mb.log_prob, a.log_prob[[1, 4, 5]])
+    torch.testing.assert_close(a.detach().log_prob, a.log_prob)

@@ -110,3 +110,12 @@ def test_gae_matches_brute_force_lambda_return():
     _, ret = gae(r, v, nv, term, dones, gamma=0.95, lam=0.7)
     expected = _brute_lambda_return(r, nv, term.astype(float), dones, 0.95, 0.7)
     np.testing.assert_allclose(ret.numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_rewards_container_vector_envs():
+    rw = Rewards()
+    rw.append(np.array([1.0, 1.0]), done=np.array([False, True]))
+    rw.append(torch.tensor([1.0, 1.0]))
+    g = rw.discounted(0.5)
+    torch.testing.assert_close(g, torch.tensor([[1.5, 1.0], [1.0, 1.0]]))
+    assert rw.sum() == 4.0

@@ -8,7 +8,7 @@ steps, then Polyak-average the target network (decay ``polyak``).
 Departures from the paper's bit-flip setup (Andrychowicz et al. 2017), all configurable:
     * one process with a batched env instead of 8 MPI workers; the 16 episodes of a cycle
       are played in parallel in one numpy call;
-    * double DQN targets by default (``double_dqn``); Huber loss;
+    * two hidden layers of 256 (paper: one); double DQN targets by default (``double_dqn``); Huber loss;
     * an episode terminates on success, so a transition that reaches its (relabelled) goal
       is not bootstrapped; truncation after n steps is bootstrapped;
     * bits enter the network as +-1 instead of running-mean normalisation (the statistics of
@@ -152,17 +152,20 @@ class HerDQN:
         action = torch.as_tensor(b["action"], device=self.device)
         reward = torch.as_tensor(b["reward"], device=self.device)
         not_done = 1.0 - torch.as_tensor(b["terminated"], dtype=torch.float32, device=self.device)
+        if self.double_dqn:  # one forward pass for Q(s) and Q(s'): per-call overhead dominates small nets
+            q_all, q_next_online = self.q(torch.cat([x, x_next])).split(len(x))
+        else:
+            q_all, q_next_online = self.q(x), None
         with torch.no_grad():
             q_next_target = self.q_target(x_next)
             if self.double_dqn:
-                best = self.q(x_next).argmax(1, keepdim=True)
-                q_next = q_next_target.gather(1, best).squeeze(1)
+                q_next = q_next_target.gather(1, q_next_online.argmax(1, keepdim=True)).squeeze(1)
             else:
                 q_next = q_next_target.max(1).values
             target = reward + self.gamma * not_done * q_next
             if self.clip_target:  # rewards lie in [-1, 0], so returns lie in [-1/(1-gamma), 0]
                 target = target.clamp(-1.0 / (1.0 - self.gamma), 0.0)
-        q = self.q(x).gather(1, action.unsqueeze(1)).squeeze(1)
+        q = q_all.gather(1, action.unsqueeze(1)).squeeze(1)
         loss = F.smooth_l1_loss(q, target)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -77,8 +77,12 @@ class PPO:
         check_spaces(self.algo_name, self.envs.single_observation_space, self.envs.single_action_space)
         self.obs_proc = ObsProcessor(self.envs.single_observation_space, normalize_obs, obs_clip)
         dim = self.obs_proc.dim
-        self.policy = Policy(dim, self.envs.single_action_space, hidden, activation, True, log_std_init).to(self.device)
-        self.critic = mlp(dim, self.n_value_heads, hidden, activation, ortho_init=True, out_gain=1.0).to(self.device)
+        # Networks are initialised from `seed` alone, whatever the global torch RNG holds.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            self.policy = Policy(dim, self.envs.single_action_space, hidden, activation, True, log_std_init)
+            self.critic = mlp(dim, self.n_value_heads, hidden, activation, ortho_init=True, out_gain=1.0)
+        self.policy, self.critic = self.policy.to(self.device), self.critic.to(self.device)
         self.params = list(self.policy.parameters()) + list(self.critic.parameters())
         self.optimizer = torch.optim.Adam(self.params, lr=self.lr, eps=1e-5, fused=True)
         self.clip_loss, self.entropy_loss = ClipLoss(self.clip_eps), EntropyLoss()

@@ -66,11 +66,16 @@ class Reinforce:
         check_spaces(self.algo_name, self.envs.single_observation_space, self.envs.single_action_space)
         self.obs_proc = ObsProcessor(self.envs.single_observation_space, normalize_obs, obs_clip)
         dim = self.obs_proc.dim
-        self.policy = Policy(dim, self.envs.single_action_space, hidden, activation, True, log_std_init).to(self.device)
+        # Networks are initialised from `seed` alone, whatever the global torch RNG holds.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            self.policy = Policy(dim, self.envs.single_action_space, hidden, activation, True, log_std_init)
+            critic = mlp(dim, 1, hidden, activation, ortho_init=True, out_gain=1.0) if baseline == "critic" else None
+        self.policy = self.policy.to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=float(lr))
         self.critic = None
-        if baseline == "critic":
-            self.critic = mlp(dim, 1, hidden, activation, ortho_init=True, out_gain=1.0).to(self.device)
+        if critic is not None:
+            self.critic = critic.to(self.device)
             self.vf_optimizer = torch.optim.Adam(self.critic.parameters(), lr=float(vf_lr))
         self.pg_loss, self.entropy_loss = PGLoss(), EntropyLoss()
         self.gen = torch.Generator(device=self.device).manual_seed(int(seed))

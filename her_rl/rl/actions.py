@@ -345,6 +345,7 @@ class NormalPolicyHead(nn.Module):
             self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std_init)))
 
     def forward(self, features: torch.Tensor) -> ContinuousAction:
+        """Action distribution for a batch of features."""
         mean = self.mean(features)
         log_std = self.log_std(features) if self.state_dependent_std else self.log_std.expand_as(mean)
         std = log_std.clamp(self.LOG_STD_MIN, self.LOG_STD_MAX).exp()

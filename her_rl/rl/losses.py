@@ -46,6 +46,7 @@ class PGLoss(nn.Module):
         self.reduction, self.gamma = reduction, gamma
 
     def forward(self, log_probs: Any, returns: Any) -> torch.Tensor:
+        """Loss whose gradient is the REINFORCE estimator; ``returns`` get no gradient."""
         lp = _log_probs(log_probs)
         ret = _weights(returns, lp, self.gamma)
         if ret.shape != lp.shape:
@@ -67,6 +68,7 @@ class ClipLoss(nn.Module):
 
     def forward(self, log_probs: Any, old_log_probs: Any, advantages: Any,
                 eps: float | None = None) -> torch.Tensor:
+        """Clipped surrogate loss (to minimise); zero gradient where the ratio is clipped."""
         lp = _log_probs(log_probs)
         old = _weights(_log_probs(old_log_probs) if isinstance(old_log_probs, Action) else old_log_probs, lp)
         adv = _weights(advantages, lp)
@@ -91,6 +93,7 @@ class EntropyLoss(nn.Module):
     """
 
     def forward(self, x: Any) -> torch.Tensor:
+        """Negative mean entropy of ``x``."""
         if isinstance(x, torch.distributions.Distribution):
             ent = x.entropy()
         elif isinstance(x, Action):

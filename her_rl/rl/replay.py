@@ -13,7 +13,7 @@ _SEP = "/"  # joins nested field names in flat save/state_dict keys ("obs/observ
 
 
 def _is_leaf(v: Any) -> bool:
-    return isinstance(v, tuple) and len(v) == 2 and not isinstance(v[0], Mapping)
+    return isinstance(v, (tuple, list)) and len(v) == 2 and not isinstance(v[0], Mapping)
 
 
 def _alloc(capacity: int, spec: Mapping) -> dict:

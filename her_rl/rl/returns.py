@@ -78,8 +78,11 @@ class Rewards:
 
     def dones(self) -> np.ndarray:
         """Done flags as a bool array shaped like :meth:`numpy`."""
-        return np.broadcast_to(np.asarray(self._d, dtype=bool).reshape(
-            (len(self._d),) + (1,) * (self.numpy().ndim - 1)), self.numpy().shape)
+        r = self.numpy()
+        if not len(r):
+            return np.zeros(r.shape, dtype=bool)
+        # A scalar done for a step applies to every env of that step.
+        return np.stack([np.broadcast_to(np.asarray(d, dtype=bool), r.shape[1:]) for d in self._d])
 
     def sum(self) -> float:
         """Undiscounted total (summed over all steps and envs)."""

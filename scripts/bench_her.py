@@ -1,0 +1,288 @@
+"""Side-by-side benchmark on OUR random-goal bit-flip env: her_rl's HER-DQN vs Stable-Baselines3.
+
+    .venv/bin/python scripts/bench_her.py --n 30 --seeds 0 1 2 --json bench_n30.json
+
+Both sides train on ``her_rl/BitFlip-v0`` (random start, random goal every episode, truncated
+after n steps) until a greedy evaluation on 100 episodes reaches success >= 0.95. For each run it
+records the env steps and the wall seconds at that evaluation, then prints a markdown table (per
+seed rows, medians per side, ratios ours/SB3) that can go straight into the README.
+
+Ours:  ``her_rl.runner.run(compose([n, seed, progress=false, threads]))`` with its default config
+       and budget; evaluates 100 episodes every ``eval.every_iterations`` training iterations.
+SB3:   DQN + HerReplayBuffer with the settings of docs REFERENCES.md ("measured here"): ``future``
+       with n_sampled_goal=4, net [256, 256], lr 1e-3, batch 256, gamma 0.98, target update every
+       500 steps, buffer 1e6, learning_starts 1000 (a few dozen complete episodes in the buffer
+       before the first update, so HER can relabel from the start); every other argument is the SB3
+       default (train_freq 4, one gradient step, epsilon 1 -> 0.05 over the first
+       ``--sb3-exploration-fraction`` (default 0.1, SB3's default) of ``--max-steps``). A callback
+       runs a greedy evaluation of 100 episodes on separate env instances every 2,000 env steps and
+       stops training once success >= 0.95, or once ``--sb3-max-seconds`` have passed.
+
+Success is the same on both sides: ``info['is_success']`` at any step of the episode (the env
+terminates on success). Wall time on both sides counts from the start of training (model / agent
+construction excluded) and INCLUDES the periodic evaluations (ours evaluates inside its run, too)
+and, for ours, its periodic checkpoints. Runs are sequential (one seed, one side at a time).
+
+Stable-Baselines3 is imported only inside ``run_sb3`` so that this module (its table helpers) is
+importable without it; install it with the ``bench`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+SB3_EVAL_EVERY = 2_000
+EVAL_EPISODES = 100
+SUCCESS_THRESHOLD = 0.95
+SB3_LEARNING_STARTS = 1_000
+
+
+@dataclass
+class Row:
+    """One run. When ``solved`` is False, env_steps / wall_s are what the run used before its cap
+    (the true time to success is larger: a lower bound)."""
+
+    side: str
+    seed: int
+    solved: bool
+    env_steps: int
+    wall_s: float
+
+
+# ---------------------------------------------------------------- table helpers (no SB3, no torch)
+
+
+@dataclass
+class Stat:
+    """A value that is exact, or only a lower (``>``) or upper (``<``) bound."""
+
+    value: float | None
+    bound: str = ""  # "", ">" or "<"; value None: unknown
+
+    def fmt(self, digits: int = 0) -> str:
+        if self.value is None:
+            return "n/a"
+        text = f"{self.value:,.{digits}f}"
+        return f"{self.bound}{text}" if self.bound else text
+
+
+def censored_median(values: Sequence[float], censored: Sequence[bool]) -> Stat:
+    """Median of run results where censored values (unsolved runs, stopped at their cap) are only
+    lower bounds. The plain median of the recorded values is then a lower bound, and it is exact
+    when no censored value sits at or below the (upper) middle position of the sorted list."""
+    if not values:
+        return Stat(None)
+    order = sorted(zip(values, censored), key=lambda vc: (vc[0], vc[1]))  # exact before censored on ties
+    med = statistics.median(v for v, _ in order)
+    exact = not any(c for _, c in order[: len(order) // 2 + 1])
+    return Stat(float(med), "" if exact else ">")
+
+
+def side_medians(rows: Sequence[Row], side: str) -> dict[str, Stat]:
+    mine = [r for r in rows if r.side == side]
+    unsolved = [not r.solved for r in mine]
+    return {
+        "env_steps": censored_median([r.env_steps for r in mine], unsolved),
+        "wall_s": censored_median([r.wall_s for r in mine], unsolved),
+    }
+
+
+def ratio(num: Stat, den: Stat) -> Stat:
+    """num / den with bounds carried: >a / b -> >, a / >b -> <, two bounds (or missing) -> unknown."""
+    if num.value is None or den.value is None or den.value == 0 or (num.bound and den.bound):
+        return Stat(None)
+    value = num.value / den.value
+    if num.bound == ">" or den.bound == "<":
+        return Stat(value, ">")
+    if num.bound == "<" or den.bound == ">":
+        return Stat(value, "<")
+    return Stat(value)
+
+
+def _cell(row: Row, key: str, digits: int) -> str:
+    value = getattr(row, key)
+    text = f"{value:,.{digits}f}"
+    return text if row.solved else f">{text} (cap)"
+
+
+def format_table(rows: Sequence[Row], n: int | None = None) -> str:
+    """Markdown: per-run rows, then medians per side, then the ours/SB3 ratios of the medians."""
+    lines = []
+    if n is not None:
+        lines.append(f"Random-goal bit-flip, n={n}: time to greedy success >= {SUCCESS_THRESHOLD} "
+                     f"on {EVAL_EPISODES} eval episodes (wall time includes evaluation).")
+        lines.append("")
+    lines += ["| side | seed | solved | env steps to success | wall s to success |",
+              "|---|---:|:---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r.side} | {r.seed} | {'yes' if r.solved else 'no'} | "
+                     f"{_cell(r, 'env_steps', 0)} | {_cell(r, 'wall_s', 1)} |")
+    sides = list(dict.fromkeys(r.side for r in rows))
+    meds = {side: side_medians(rows, side) for side in sides}
+    for side in sides:
+        solved = sum(r.solved for r in rows if r.side == side)
+        total = sum(1 for r in rows if r.side == side)
+        lines.append(f"| **{side} median** | | {solved}/{total} | {meds[side]['env_steps'].fmt(0)} | "
+                     f"{meds[side]['wall_s'].fmt(1)} |")
+    if "ours" in meds and "sb3" in meds:
+        steps = ratio(meds["ours"]["env_steps"], meds["sb3"]["env_steps"])
+        wall = ratio(meds["ours"]["wall_s"], meds["sb3"]["wall_s"])
+        lines.append(f"| **ours / sb3** | | | {steps.fmt(2)}x | {wall.fmt(2)}x |")
+        if any(s.bound for s in (steps, wall)) or any(s.value is None for s in (steps, wall)):
+            lines.append("")
+            lines.append("`>x (cap)`: not solved within its cap, the value is what it used (a lower bound); "
+                         "a ratio marked `<` or `>` is a bound, `n/a` means both sides are bounds.")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the two sides
+
+
+def run_ours(n: int, seed: int, threads: int, extra: Sequence[str] = ()) -> Row:
+    from her_rl.runner import compose, run
+
+    cfg = compose([f"n={n}", f"seed={seed}", "progress=false", f"threads={threads}", *extra])
+    # run() prints a summary line; keep stdout for the markdown table only.
+    with tempfile.TemporaryDirectory(prefix="bench_her_") as tmp, contextlib.redirect_stdout(sys.stderr):
+        res = run(cfg, out_dir=tmp)
+    solved = res["solved_at_env_steps"] is not None
+    steps = res["solved_at_env_steps"] if solved else res["env_steps"]
+    return Row("ours", seed, solved, int(steps), float(res["wall_time_s"]))
+
+
+def _sb3_evaluate(model, envs: list, seed: int) -> float:
+    """Greedy success rate: one episode on each env, all stepped in lock-step with one batched predict."""
+    import numpy as np
+
+    obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]
+    live = list(range(len(envs)))
+    success = np.zeros(len(envs), dtype=bool)
+    while live:
+        batch = {k: np.stack([obs[i][k] for i in live]) for k in obs[live[0]]}
+        actions, _ = model.predict(batch, deterministic=True)
+        still = []
+        for i, a in zip(live, actions):
+            obs[i], _, terminated, truncated, info = envs[i].step(int(a))
+            success[i] |= bool(info.get("is_success", False))
+            if not (terminated or truncated):
+                still.append(i)
+        live = still
+    return float(success.mean())
+
+
+def run_sb3(n: int, seed: int, threads: int, max_steps: int, max_seconds: float,
+            exploration_fraction: float = 0.1, verbose: bool = True) -> Row:
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import DQN, HerReplayBuffer
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    import her_rl.envs  # noqa: F401  (registers her_rl/BitFlip-v0)
+
+    torch.set_num_threads(threads)
+    # The env truncates itself after n steps; the TimeLimit wrapper makes that explicit to
+    # gymnasium / SB3 (it sets the same truncation at the same step).
+    env = gym.make("her_rl/BitFlip-v0", n=n, max_episode_steps=n)
+    eval_envs = [gym.make("her_rl/BitFlip-v0", n=n, max_episode_steps=n) for _ in range(EVAL_EPISODES)]
+
+    class EvalStop(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.start = 0.0
+            self.solved_at: tuple[int, float] | None = None
+            self.evals = 0
+
+        def _on_training_start(self) -> None:
+            self.start = time.perf_counter()
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps % SB3_EVAL_EVERY == 0:
+                self.evals += 1
+                rate = _sb3_evaluate(self.model, eval_envs, seed=10_000 * (seed + 1) + 1_000 * self.evals)
+                elapsed = time.perf_counter() - self.start
+                if verbose:
+                    print(f"  sb3 seed {seed}: {self.num_timesteps:,} steps, {elapsed:.1f} s, "
+                          f"eval success {rate:.2f}", file=sys.stderr, flush=True)
+                if rate >= SUCCESS_THRESHOLD:
+                    self.solved_at = (self.num_timesteps, elapsed)
+                    return False
+            return time.perf_counter() - self.start < max_seconds
+
+    model = DQN(
+        "MultiInputPolicy", env,
+        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"),
+        policy_kwargs=dict(net_arch=[256, 256]),
+        learning_rate=1e-3, batch_size=256, gamma=0.98, target_update_interval=500,
+        learning_starts=SB3_LEARNING_STARTS, buffer_size=1_000_000,
+        exploration_fraction=exploration_fraction,
+        seed=seed, device="cpu", verbose=0,
+    )
+    callback = EvalStop()
+    model.learn(total_timesteps=max_steps, callback=callback)
+    if callback.solved_at is not None:
+        steps, wall = callback.solved_at
+        return Row("sb3", seed, True, int(steps), float(wall))
+    return Row("sb3", seed, False, int(model.num_timesteps), float(time.perf_counter() - callback.start))
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, default=30, help="number of bits (default 30)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--max-steps", type=int, default=150_000,
+                   help="SB3 env-step cap per run (also sets SB3's epsilon schedule length); ours uses its own budget")
+    p.add_argument("--sb3-max-seconds", type=float, default=400.0, help="SB3 wall cap per run (default 400)")
+    p.add_argument("--sb3-exploration-fraction", type=float, default=0.1,
+                   help="SB3 epsilon decays 1 -> 0.05 over this fraction of --max-steps (SB3 default 0.1)")
+    p.add_argument("--only", choices=["ours", "sb3", "both"], default="both")
+    p.add_argument("--threads", type=int, default=1, help="torch threads for both sides (default 1: fastest here)")
+    p.add_argument("--ours-override", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra her-run override for ours (repeatable), e.g. budget.wall_time_s=400")
+    p.add_argument("--json", type=Path, default=None, help="write the raw rows (and settings) here")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    rows: list[Row] = []
+    sides = ["ours", "sb3"] if args.only == "both" else [args.only]
+    for seed in args.seeds:
+        for side in sides:
+            print(f"[bench] {side} n={args.n} seed={seed} ...", file=sys.stderr, flush=True)
+            if side == "ours":
+                row = run_ours(args.n, seed, args.threads, args.ours_override)
+            else:
+                row = run_sb3(args.n, seed, args.threads, args.max_steps, args.sb3_max_seconds,
+                              args.sb3_exploration_fraction)
+            print(f"[bench] {row}", file=sys.stderr, flush=True)
+            rows.append(row)
+            if args.json is not None:  # rewrite after every run: partial results survive a long bench
+                _write_json(args, rows)
+    print(format_table(rows, args.n))
+    return 0
+
+
+def _write_json(args: argparse.Namespace, rows: Sequence[Row]) -> None:
+    settings: dict[str, Any] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    settings.update(sb3_eval_every=SB3_EVAL_EVERY, eval_episodes=EVAL_EPISODES,
+                    success_threshold=SUCCESS_THRESHOLD, sb3_learning_starts=SB3_LEARNING_STARTS)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"settings": settings, "rows": [asdict(r) for r in rows]}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
