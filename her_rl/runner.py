@@ -131,6 +131,7 @@ def run(cfg: DictConfig, out_dir: str | Path | None = None) -> dict[str, Any]:
                              "eval": None, "solved": False, "solved_at_env_steps": None}
     if cfg.resume and ckpt_path.exists():
         saved = checkpoint.load(ckpt_path)
+        _check_same_run(saved["config"], config_dict)
         agent.load_state_dict(saved["agent"])
         state.update(saved["runner"])
         checkpoint.set_rng_state(saved["rng"])
@@ -194,6 +195,17 @@ def run(cfg: DictConfig, out_dir: str | Path | None = None) -> dict[str, Any]:
     checkpoint.write_atomic_text(out / RESULTS, json.dumps(results, indent=2) + "\n")
     print(_summary(results, out))
     return results
+
+
+def _check_same_run(saved: dict[str, Any], current: dict[str, Any]) -> None:
+    """Resuming with a different algorithm, env or seed would silently mix two experiments."""
+    def pick(cfg: dict[str, Any], key: str) -> Any:
+        return cfg.get(key, {}).get("name") if key in ("algo", "env") else cfg.get(key)
+
+    for key in ("algo", "env", "n", "size", "seed"):
+        if pick(saved, key) != pick(current, key):
+            raise ConfigError(f"cannot resume: the checkpoint was trained with {key}={pick(saved, key)!r}, "
+                              f"this run asks for {key}={pick(current, key)!r}")
 
 
 def _results(cfg: DictConfig, state: dict[str, Any], goal_env: bool, ckpt_path: Path) -> dict[str, Any]:

@@ -75,3 +75,9 @@ def test_same_seed_same_result(tmp_path):
     b = run(compose(overrides), out_dir=tmp_path / "b")
     for key in ("env_steps", "episodes", "eval_return", "eval_success_rate"):
         assert a[key] == b[key]
+
+
+def test_resume_refuses_a_different_experiment(tmp_path):
+    run(compose(["n=4", "progress=false", "budget.env_steps=300"]), out_dir=tmp_path)
+    with pytest.raises(ConfigError, match="cannot resume: the checkpoint was trained with n=4"):
+        run(compose(["n=5", "progress=false", "budget.env_steps=600", "resume=true"]), out_dir=tmp_path)

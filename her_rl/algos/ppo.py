@@ -143,6 +143,8 @@ class PPO:
         metrics["losses/explained_variance"] = explained_variance(values_b[:, 0], ret_b[:, 0])  # extrinsic head
         metrics["charts/learning_rate"] = lr
         metrics["charts/clip_eps"] = clip
+        if ro.episode_returns:  # lets "first time the sparse reward was found" be read off TensorBoard
+            metrics["charts/episodic_return_max"] = max(ro.episode_returns)
         self.global_step += ro.env_steps
         self.iteration += 1
         return IterationResult(env_steps=ro.env_steps, metrics=metrics, episode_returns=ro.episode_returns,

@@ -1,0 +1,202 @@
+"""Side-by-side on-policy benchmarks.
+
+``--task cartpole`` (default): our PPO (through the her-run runner) against Stable-Baselines3 PPO,
+both with rl-zoo's CartPole-v1 hyperparameters (8 envs, n_steps 32, batch 256, 20 epochs,
+gae_lambda 0.8, gamma 0.98, lr and clip linearly annealed from 1e-3 and 0.2 over 1e5 steps,
+ent_coef 0, separate 64x64 tanh actor and critic, 1 torch thread). Both are evaluated with the
+same protocol and the same function (``her_rl.runner.evaluate``): every ``--eval-every``
+iterations (= rollouts of 256 steps) the greedy policy plays ``--eval-episodes`` episodes; a run is
+solved when their mean return is >= 475. Reported: env steps and wall seconds (training plus
+those evaluations) until solved, per seed, medians, and ours/SB3 ratios.
+
+``--task mountaincar`` / ``--task deep_sea``: our RND-PPO against our PPO with the same PPO
+settings (those of ``conf/algo/rnd_ppo.yaml``; ``gamma = gamma_ext``), through the runner.
+Reported: env steps until the flag / the deep-sea reward is first reached in training (from the
+``charts/episodic_return_max`` TensorBoard tag), until the greedy evaluation reaches it (solved),
+and the final greedy evaluation return.
+
+    python scripts/bench_ppo.py --seeds 0 1 2
+    python scripts/bench_ppo.py --task mountaincar --seeds 0 1 2 3 4 --budget 300000
+    python scripts/bench_ppo.py --task deep_sea --size 20 --seeds 0 1 2 3 4 --budget 300000
+
+SB3 is imported only inside :func:`sb3_cartpole` (a benchmark-only extra: ``pip install -e .[bench]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+
+from her_rl.envs import make_vec
+from her_rl.runner import compose, evaluate, run
+
+ROOT = Path(__file__).resolve().parents[1]
+CARTPOLE_ENV = {"name": "cartpole", "id": "CartPole-v1", "kwargs": {}, "solved_return": 475}
+
+
+def _median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _first_step_above(tb_dir: Path, tag: str, threshold: float):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    if tag not in acc.Tags()["scalars"]:
+        return None
+    return next((e.step for e in acc.Scalars(tag) if e.value > threshold), None)
+
+
+def ours(overrides: list[str], out: Path) -> dict:
+    cfg = compose(overrides + ["progress=false", "checkpoint.every_s=100000"])
+    return run(cfg, out_dir=out)
+
+
+# -- CartPole: ours vs SB3 ----------------------------------------------------------------------
+def ours_cartpole(seed: int, args, tmp: Path) -> dict:
+    res = ours([
+        "algo=ppo", "env=cartpole", f"seed={seed}", f"eval.episodes={args.eval_episodes}",
+        f"eval.every_iterations={args.eval_every}", f"budget.env_steps={args.budget}", "threads=1",
+    ], tmp / f"ours_cartpole_{seed}")
+    return {"solved": res["solved"], "env_steps": res["solved_at_env_steps"],
+            "wall_s": res["wall_time_s"] if res["solved"] else None, "final_eval": res["eval_return"]}
+
+
+def sb3_cartpole(seed: int, args) -> dict:
+    from stable_baselines3 import PPO as SB3PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    torch.set_num_threads(1)
+
+    def linear(v0):
+        return lambda progress_remaining: progress_remaining * v0
+
+    class Greedy:  # the runner's evaluate() calls agent.act(obs, explore=False)
+        def __init__(self, model):
+            self.model = model
+
+        def act(self, obs, explore=False):
+            return self.model.predict(obs, deterministic=not explore)[0]
+
+    eval_envs = make_vec(CARTPOLE_ENV, args.eval_episodes, seed=seed)
+    state = {"rollouts": 0, "solved_at": None, "eval": None}
+
+    class EvalEvery(BaseCallback):
+        def _on_step(self) -> bool:
+            return state["solved_at"] is None
+
+        def _on_rollout_end(self) -> None:
+            state["rollouts"] += 1
+            if state["rollouts"] % args.eval_every == 0:
+                seed_i = int(np.random.SeedSequence([seed, state["rollouts"], 7]).generate_state(1)[0])
+                state["eval"] = evaluate(Greedy(self.model), eval_envs, seed_i)["return"]
+                if state["eval"] >= 475:
+                    state["solved_at"] = self.num_timesteps
+
+    start = time.perf_counter()
+    env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
+    model = SB3PPO("MlpPolicy", env, n_steps=32, batch_size=256, n_epochs=20, gae_lambda=0.8, gamma=0.98,
+                   learning_rate=linear(1e-3), clip_range=linear(0.2), ent_coef=0.0, seed=seed, device="cpu",
+                   verbose=0)
+    model.learn(total_timesteps=100_000, callback=EvalEvery())  # 1e5: the horizon of rl-zoo's schedules
+    wall = time.perf_counter() - start
+    solved = state["solved_at"] is not None
+    return {"solved": solved, "env_steps": state["solved_at"], "wall_s": round(wall, 3) if solved else None,
+            "final_eval": state["eval"]}
+
+
+def bench_cartpole(args, tmp: Path) -> dict:
+    rows = {"ours": [], "sb3": []}
+    for seed in args.seeds:
+        rows["ours"].append({"seed": seed, **ours_cartpole(seed, args, tmp)})
+        print("ours", rows["ours"][-1], flush=True)
+        if not args.no_sb3:
+            rows["sb3"].append({"seed": seed, **sb3_cartpole(seed, args)})
+            print("sb3 ", rows["sb3"][-1], flush=True)
+    summary = {}
+    for name, rs in rows.items():
+        if rs:
+            summary[name] = {"solved": f"{sum(r['solved'] for r in rs)}/{len(rs)}",
+                             "median_env_steps": _median([r["env_steps"] for r in rs]),
+                             "median_wall_s": _median([r["wall_s"] for r in rs])}
+    if rows["sb3"] and summary["sb3"]["median_env_steps"] and summary["ours"]["median_env_steps"]:
+        summary["ratio_ours_over_sb3"] = {
+            k: round(summary["ours"][k] / summary["sb3"][k], 3) for k in ("median_env_steps", "median_wall_s")}
+    return {"rows": rows, "summary": summary}
+
+
+# -- MountainCar / deep sea: RND-PPO vs PPO ------------------------------------------------------------
+def ppo_overrides_like_rnd() -> list[str]:
+    """Our PPO with exactly the PPO settings of rnd_ppo.yaml (gamma = gamma_ext)."""
+    rnd = yaml.safe_load((ROOT / "her_rl/conf/algo/rnd_ppo.yaml").read_text())
+    ppo_keys = set(yaml.safe_load((ROOT / "her_rl/conf/algo/ppo.yaml").read_text())) - {"name", "_target_"}
+    out = [f"algo.gamma={rnd['gamma_ext']}"]
+    for k, v in rnd.items():
+        if k in ppo_keys:
+            out.append(f"algo.{k}={json.dumps(v) if isinstance(v, list) else ('null' if v is None else v)}")
+    return out
+
+
+def bench_exploration(args, tmp: Path) -> dict:
+    env = {"mountaincar": "mountaincar", "deep_sea": "deep_sea"}[args.task]
+    found = -200.0 if env == "mountaincar" else 0.5  # a training episode above this reached the goal
+    common = [f"env={env}", f"budget.env_steps={args.budget}", "threads=1",
+              f"eval.every_iterations={args.eval_every}"]
+    if env == "deep_sea":
+        common += [f"size={args.size}", "eval.episodes=1"]  # deterministic env + greedy policy
+    else:
+        common += [f"eval.episodes={args.eval_episodes}"]
+    algos = {"rnd_ppo": ["algo=rnd_ppo"], "ppo": ["algo=ppo", *ppo_overrides_like_rnd()]}
+    rows = {name: [] for name in args.algos}
+    for seed in args.seeds:
+        for name in args.algos:
+            out = tmp / f"{name}_{env}_{seed}"
+            res = ours(algos[name] + common + [f"seed={seed}"], out)
+            row = {"seed": seed, "first_found_train_steps": _first_step_above(out / "tb", "charts/episodic_return_max", found),
+                   "solved": res["solved"], "solved_at_env_steps": res["solved_at_env_steps"],
+                   "env_steps": res["env_steps"], "wall_s": res["wall_time_s"], "final_eval": res["eval_return"]}
+            rows[name].append(row)
+            print(name, row, flush=True)
+    summary = {name: {"solved": f"{sum(r['solved'] for r in rs)}/{len(rs)}",
+                      "found_in_training": f"{sum(r['first_found_train_steps'] is not None for r in rs)}/{len(rs)}",
+                      "median_first_found_train_steps": _median([r["first_found_train_steps"] for r in rs]),
+                      "median_solved_at_env_steps": _median([r["solved_at_env_steps"] for r in rs])}
+               for name, rs in rows.items()}
+    return {"rows": rows, "summary": summary}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", choices=["cartpole", "mountaincar", "deep_sea"], default="cartpole")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--budget", type=int, default=None, help="env steps per run (default: 100k cartpole, 300k others)")
+    p.add_argument("--eval-every", type=int, default=None, help="iterations between evaluations (default 4 cartpole, 20 others)")
+    p.add_argument("--eval-episodes", type=int, default=20)
+    p.add_argument("--size", type=int, default=20, help="deep sea grid size")
+    p.add_argument("--algos", nargs="+", default=["rnd_ppo", "ppo"], help="exploration tasks: which of ours to run")
+    p.add_argument("--no-sb3", action="store_true", help="cartpole: skip the SB3 side")
+    p.add_argument("--out", type=Path, default=None, help="write the JSON report here")
+    args = p.parse_args()
+    args.budget = args.budget or (100_000 if args.task == "cartpole" else 300_000)
+    args.eval_every = args.eval_every or (4 if args.task == "cartpole" else 20)
+    with tempfile.TemporaryDirectory(prefix="bench_ppo_") as tmp:
+        report = bench_cartpole(args, Path(tmp)) if args.task == "cartpole" else bench_exploration(args, Path(tmp))
+    report["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    print(json.dumps(report["summary"], indent=2))
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
