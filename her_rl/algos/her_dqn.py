@@ -152,20 +152,16 @@ class HerDQN:
         action = torch.as_tensor(b["action"], device=self.device)
         reward = torch.as_tensor(b["reward"], device=self.device)
         not_done = 1.0 - torch.as_tensor(b["terminated"], dtype=torch.float32, device=self.device)
-        if self.double_dqn:  # one forward pass for Q(s) and Q(s'): per-call overhead dominates small nets
-            q_all, q_next_online = self.q(torch.cat([x, x_next])).split(len(x))
-        else:
-            q_all, q_next_online = self.q(x), None
-        with torch.no_grad():
+        with torch.no_grad():  # Q(s') outside the graph: backward costs as much as the forward passes
             q_next_target = self.q_target(x_next)
             if self.double_dqn:
-                q_next = q_next_target.gather(1, q_next_online.argmax(1, keepdim=True)).squeeze(1)
+                q_next = q_next_target.gather(1, self.q(x_next).argmax(1, keepdim=True)).squeeze(1)
             else:
                 q_next = q_next_target.max(1).values
             target = reward + self.gamma * not_done * q_next
             if self.clip_target:  # rewards lie in [-1, 0], so returns lie in [-1/(1-gamma), 0]
                 target = target.clamp(-1.0 / (1.0 - self.gamma), 0.0)
-        q = q_all.gather(1, action.unsqueeze(1)).squeeze(1)
+        q = self.q(x).gather(1, action.unsqueeze(1)).squeeze(1)
         loss = F.smooth_l1_loss(q, target)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
