@@ -16,8 +16,9 @@ Reported: env steps until the flag / the deep-sea reward is first reached in tra
 and the final greedy evaluation return.
 
     python scripts/bench_ppo.py --seeds 0 1 2
+    python scripts/bench_ppo.py --task reinforce --seeds 0 1 2      # REINFORCE, CartPole, 1000 episodes
     python scripts/bench_ppo.py --task mountaincar --seeds 0 1 2 3 4 --budget 300000
-    python scripts/bench_ppo.py --task deep_sea --size 20 --seeds 0 1 2 3 4 --budget 300000
+    python scripts/bench_ppo.py --task deep_sea --size 20 --seeds 0 1 2 3 4 --set algo.normalize_obs=false
 
 SB3 is imported only inside :func:`sb3_cartpole` (a benchmark-only extra: ``pip install -e .[bench]``).
 """
@@ -136,6 +137,36 @@ def bench_cartpole(args, tmp: Path) -> dict:
     return {"rows": rows, "summary": summary}
 
 
+# -- REINFORCE on CartPole: episodes until the running mean of training returns reaches 475 ------------
+def bench_reinforce(args, tmp: Path) -> dict:
+    """Drives the agent directly (the target is about training episodes, not greedy evaluation)."""
+    from her_rl.algos.reinforce import Reinforce
+
+    torch.set_num_threads(1)
+    hp = yaml.safe_load((ROOT / "her_rl/conf/algo/reinforce.yaml").read_text())
+    hp = {k: v for k, v in hp.items() if k not in ("name", "_target_")}
+    rows = []
+    for seed in args.seeds:
+        torch.manual_seed(seed)
+        agent = Reinforce(env=CARTPOLE_ENV, seed=seed, **hp)
+        returns, ema, ema_at, last100_at, start = [], None, None, None, time.perf_counter()
+        while len(returns) < args.episodes:
+            for r in agent.train_iteration().episode_returns:
+                returns.append(r)
+                ema = r if ema is None else 0.95 * ema + 0.05 * r  # the classic "running reward"
+                if ema_at is None and ema >= 475:
+                    ema_at = len(returns)
+                if last100_at is None and len(returns) >= 100 and np.mean(returns[-100:]) >= 475:
+                    last100_at = len(returns)
+        rows.append({"seed": seed, "episodes_to_ema_475": ema_at, "episodes_to_last100_mean_475": last100_at,
+                     "mean_last100": float(np.mean(returns[-100:])), "wall_s": round(time.perf_counter() - start, 1)})
+        print(rows[-1], flush=True)
+    summary = {"ema_reached": f"{sum(r['episodes_to_ema_475'] is not None for r in rows)}/{len(rows)}",
+               "median_episodes_to_ema_475": _median([r["episodes_to_ema_475"] for r in rows]),
+               "median_episodes_to_last100_mean_475": _median([r["episodes_to_last100_mean_475"] for r in rows])}
+    return {"rows": rows, "summary": summary}
+
+
 # -- MountainCar / deep sea: RND-PPO vs PPO ------------------------------------------------------------
 def ppo_overrides_like_rnd() -> list[str]:
     """Our PPO with exactly the PPO settings of rnd_ppo.yaml (gamma = gamma_ext)."""
@@ -158,6 +189,9 @@ def bench_exploration(args, tmp: Path) -> dict:
     else:
         common += [f"eval.episodes={args.eval_episodes}"]
     algos = {"rnd_ppo": ["algo=rnd_ppo"], "ppo": ["algo=ppo", *ppo_overrides_like_rnd()]}
+    for name, ovr in algos.items():  # --set algo.KEY=VALUE applies to both sides, replacing a default
+        keys = {o.split("=", 1)[0] for o in args.set}
+        algos[name] = [o for o in ovr if o.split("=", 1)[0] not in keys] + list(args.set)
     rows = {name: [] for name in args.algos}
     for seed in args.seeds:
         for name in args.algos:
@@ -178,20 +212,24 @@ def bench_exploration(args, tmp: Path) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--task", choices=["cartpole", "mountaincar", "deep_sea"], default="cartpole")
+    p.add_argument("--task", choices=["cartpole", "mountaincar", "deep_sea", "reinforce"], default="cartpole")
+    p.add_argument("--episodes", type=int, default=1000, help="reinforce: training episodes per seed")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--budget", type=int, default=None, help="env steps per run (default: 100k cartpole, 300k others)")
     p.add_argument("--eval-every", type=int, default=None, help="iterations between evaluations (default 4 cartpole, 20 others)")
     p.add_argument("--eval-episodes", type=int, default=20)
     p.add_argument("--size", type=int, default=20, help="deep sea grid size")
     p.add_argument("--algos", nargs="+", default=["rnd_ppo", "ppo"], help="exploration tasks: which of ours to run")
+    p.add_argument("--set", nargs="*", default=[], metavar="algo.KEY=VALUE",
+                   help="exploration tasks: overrides applied to both algorithms, e.g. algo.normalize_obs=false")
     p.add_argument("--no-sb3", action="store_true", help="cartpole: skip the SB3 side")
     p.add_argument("--out", type=Path, default=None, help="write the JSON report here")
     args = p.parse_args()
     args.budget = args.budget or (100_000 if args.task == "cartpole" else 300_000)
     args.eval_every = args.eval_every or (4 if args.task == "cartpole" else 20)
     with tempfile.TemporaryDirectory(prefix="bench_ppo_") as tmp:
-        report = bench_cartpole(args, Path(tmp)) if args.task == "cartpole" else bench_exploration(args, Path(tmp))
+        bench = {"cartpole": bench_cartpole, "reinforce": bench_reinforce}.get(args.task, bench_exploration)
+        report = bench(args, Path(tmp))
     report["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     print(json.dumps(report["summary"], indent=2))
     if args.out:

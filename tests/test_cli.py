@@ -59,7 +59,7 @@ def _tb_steps(logdir: Path, tag: str) -> list[int]:
 
 def test_kill_and_resume_continues_without_losing_or_duplicating_steps(her_run, tmp_path):
     out = tmp_path / "run"
-    args = [her_run, "n=10", "budget.env_steps=40000", "eval.stop_when_solved=false", "checkpoint.every_s=0",
+    args = [her_run, "n=8", "budget.env_steps=15000", "eval.stop_when_solved=false", "checkpoint.every_s=1",
             "progress=false", f"hydra.run.dir={out}"]
     proc = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     ckpt = out / "checkpoint.pt"
@@ -78,7 +78,7 @@ def test_kill_and_resume_continues_without_losing_or_duplicating_steps(her_run, 
     resumed_at = int(p.stdout.split("at env step ")[1].split()[0].replace(",", ""))
     assert resumed_at > 0
     results = json.loads((out / "results.json").read_text())
-    assert results["env_steps"] >= 40000
+    assert results["env_steps"] >= 15000
     steps = _tb_steps(out / "tb", "charts/SPS")
     assert steps == sorted(set(steps)), "duplicated or out-of-order steps after resume"
     assert steps[-1] == results["env_steps"]

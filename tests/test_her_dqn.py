@@ -62,15 +62,15 @@ def test_her_dqn_solves_8_bits(tmp_path):
 
 def test_without_hindsight_dqn_fails_where_her_succeeds(tmp_path):
     """The paper's gap: at 15 bits plain DQN (strategy=none) almost never sees a reward."""
-    common = ["n=15", "progress=false", "budget.env_steps=25000", "eval.stop_when_solved=false"]
+    common = ["n=15", "progress=false", "budget.env_steps=10000", "eval.stop_when_solved=false"]
     her = run(compose(common + ["algo.strategy=future"]), out_dir=tmp_path / "her")
     plain = run(compose(common + ["algo.strategy=none"]), out_dir=tmp_path / "none")
-    assert her["eval_success_rate"] >= 0.6, her
+    assert her["eval_success_rate"] >= 0.8, her
     assert plain["eval_success_rate"] <= 0.1, plain
 
 
 def test_same_seed_same_result(tmp_path):
-    overrides = ["n=6", "progress=false", "budget.env_steps=3000", "eval.stop_when_solved=false", "seed=3"]
+    overrides = ["n=6", "progress=false", "budget.env_steps=2000", "eval.stop_when_solved=false", "seed=3"]
     a = run(compose(overrides), out_dir=tmp_path / "a")
     b = run(compose(overrides), out_dir=tmp_path / "b")
     for key in ("env_steps", "episodes", "eval_return", "eval_success_rate"):

@@ -49,7 +49,7 @@ class PPO:
         gamma: float = 0.98,
         gae_lambda: float = 0.8,
         ent_coef: float = 0.0,
-        vf_coef: float = 0.5,
+        vf_coef: float = 1.0,
         max_grad_norm: float | None = 0.5,
         norm_adv: bool = True,
         target_kl: float | None = None,
