@@ -9,6 +9,7 @@ checkpoints atomically, resumes from the last checkpoint with ``resume=true``, a
 from __future__ import annotations
 
 import json
+import signal
 import time
 from datetime import datetime
 from pathlib import Path
@@ -141,7 +142,6 @@ def run(cfg: DictConfig, out_dir: str | Path | None = None) -> dict[str, Any]:
     eval_envs = make_vec(env_cfg, int(cfg.eval.episodes), seed=int(cfg.seed))
     logger = RunLogger(out, budget, start_step=state["env_steps"] + 1 if state["env_steps"] else 0,
                        progress=bool(cfg.progress), desc=f"{cfg.algo.name}/{cfg.env.name}")
-    logger.bar.n = state["env_steps"]
 
     def save_checkpoint() -> None:
         agent_state = agent.state_dict()
@@ -150,11 +150,13 @@ def run(cfg: DictConfig, out_dir: str | Path | None = None) -> dict[str, Any]:
         checkpoint.save({"agent": agent_state, "runner": dict(state), "rng": checkpoint.rng_state(),
                          "config": config_dict}, ckpt_path)
 
+    interrupted: list[int] = []
+    restore_signals = _stop_at_iteration_end_on_signal(interrupted)
     start = time.perf_counter() - state["wall_time_s"]
     last_ckpt = time.perf_counter()
     evaluated_at = state["iteration"] if state["eval"] is not None else -1
     try:
-        while state["env_steps"] < budget and not state["solved"]:
+        while state["env_steps"] < budget and not state["solved"] and not interrupted:
             if wall_budget is not None and time.perf_counter() - start >= wall_budget:
                 break
             result = agent.train_iteration()
@@ -181,7 +183,7 @@ def run(cfg: DictConfig, out_dir: str | Path | None = None) -> dict[str, Any]:
             if time.perf_counter() - last_ckpt >= cfg.checkpoint.every_s:
                 save_checkpoint()
                 last_ckpt = time.perf_counter()
-        if evaluated_at != state["iteration"]:
+        if evaluated_at != state["iteration"] and not interrupted:
             state["eval"] = evaluate(agent, eval_envs, _eval_seed(cfg.seed, state["iteration"]))
             logger.scalars({f"eval/{k}": v for k, v in state["eval"].items()}, state["env_steps"])
             if _is_solved(cfg, goal_env, state["eval"]) and state["solved_at_env_steps"] is None:
@@ -190,6 +192,11 @@ def run(cfg: DictConfig, out_dir: str | Path | None = None) -> dict[str, Any]:
         save_checkpoint()
     finally:
         logger.close()
+        restore_signals()
+    if interrupted:
+        print(f"stopped by signal {interrupted[0]} at env step {state['env_steps']:,} (checkpoint saved); "
+              f"continue with the same overrides plus: resume=true hydra.run.dir={out}")
+        raise SystemExit(128 + interrupted[0])
 
     results = _results(cfg, state, goal_env, ckpt_path)
     checkpoint.write_atomic_text(out / RESULTS, json.dumps(results, indent=2) + "\n")
@@ -206,6 +213,28 @@ def _check_same_run(saved: dict[str, Any], current: dict[str, Any]) -> None:
         if pick(saved, key) != pick(current, key):
             raise ConfigError(f"cannot resume: the checkpoint was trained with {key}={pick(saved, key)!r}, "
                               f"this run asks for {key}={pick(current, key)!r}")
+
+
+def _stop_at_iteration_end_on_signal(received: list[int]):
+    """Ctrl-C / SIGTERM (e.g. a cluster pre-empting the job) end the run cleanly after the current
+    iteration, with a checkpoint consistent with its counters; a second Ctrl-C aborts at once."""
+    def handler(signum, frame):
+        if received and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        received.append(signum)
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread (some launchers): keep default behaviour
+            pass
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
 
 
 def _results(cfg: DictConfig, state: dict[str, Any], goal_env: bool, ckpt_path: Path) -> dict[str, Any]:

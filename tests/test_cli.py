@@ -116,3 +116,22 @@ def test_sweep_runs_jobs_in_parallel_with_joblib(her_run, tmp_path):
     results = [json.loads(f.read_text()) for f in (tmp_path / "sweep").glob("*/results.json")]
     assert sorted((r["n"], r["seed"]) for r in results) == [(3, 0), (3, 1), (4, 0), (4, 1)]
     assert "Joblib" in p.stdout + p.stderr
+
+
+def test_sigterm_stops_cleanly_with_a_checkpoint(her_run, tmp_path):
+    out = tmp_path / "run"
+    args = [her_run, "n=8", "budget.env_steps=200000", "eval.stop_when_solved=false", "progress=false",
+            f"hydra.run.dir={out}"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list((out / "tb").glob("events.*")):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert "checkpoint saved" in stdout and "resume=true" in stdout
+    from her_rl.checkpoint import load
+
+    saved = load(out / "checkpoint.pt")
+    assert 0 < saved["runner"]["env_steps"] < 200000
