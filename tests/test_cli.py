@@ -39,6 +39,8 @@ def test_smoke_run_writes_every_output(her_run, tmp_path):
     (["algo.lr=-0.1"], "algo.lr (learning rate) must be a positive number"),
     (["algo.batch_size=512", "algo.buffer_size=100"], "larger than algo.buffer_size"),
     (["algo._target_=os.system"], "only registered builders may be used"),
+    (["algo=ppo", "env=gym", "env.id=NoSuchEnv-v9"], "unknown gymnasium env id 'NoSuchEnv-v9'"),
+    (["algo=ppo", "env=gym", "env.id=Blackjack-v1"], "ppo"),
 ])
 def test_bad_input_exits_nonzero_with_one_clear_line(her_run, tmp_path, args, message):
     p = subprocess.run([her_run, *args, "progress=false", f"hydra.run.dir={tmp_path / 'r'}"], cwd=tmp_path,
@@ -135,3 +137,14 @@ def test_sigterm_stops_cleanly_with_a_checkpoint(her_run, tmp_path):
 
     saved = load(out / "checkpoint.pt")
     assert 0 < saved["runner"]["env_steps"] < 200000
+
+
+def test_on_policy_run_writes_return_results(her_run, tmp_path):
+    out = tmp_path / "run"
+    p = subprocess.run([her_run, "algo=ppo", "env=cartpole", "budget.env_steps=1024", "eval.every_iterations=2",
+                        "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, capture_output=True,
+                       text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert results["algo"] == "ppo" and results["env_steps"] >= 1024
+    assert "eval_success_rate" not in results and results["eval_return"] > 0
