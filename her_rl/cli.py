@@ -7,7 +7,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from her_rl.registry import ALGOS, ENVS, ConfigError, algo_info, env_info
+from her_rl.registry import ConfigError, algo_info, env_info
 
 
 def _check_group_names(argv: list[str]) -> None:
@@ -39,4 +39,4 @@ def main() -> None:
     _hydra_main()
 
 
-__all__ = ["main", "ALGOS", "ENVS"]
+__all__ = ["main"]

@@ -56,7 +56,7 @@ def validate(cfg: DictConfig) -> None:
 
     algo = OmegaConf.to_container(cfg.algo, resolve=True)
     for key, value in algo.items():
-        if key in ("lr", "learning_rate") or key.endswith("_lr"):
+        if (key in ("lr", "learning_rate") or key.endswith("_lr")) and not isinstance(value, bool):
             _positive(value, f"algo.{key} (learning rate)")
         if key in ("batch_size", "minibatch_size", "num_envs", "n_steps", "epochs"):
             _int(value, f"algo.{key}", 1)

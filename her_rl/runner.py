@@ -251,8 +251,9 @@ def _results(cfg: DictConfig, state: dict[str, Any], goal_env: bool, ckpt_path: 
     }
     if goal_env:
         results["eval_success_rate"] = ev.get("success_rate")
-    for key in ("n", "size"):
-        if f"${{{key}}}" in OmegaConf.to_yaml(OmegaConf.to_container(cfg.env, resolve=False)):
+    env_kwargs = OmegaConf.to_container(cfg.env, resolve=False).get("kwargs") or {}
+    for key in ("n", "size"):  # the top-level sizes this env actually uses
+        if f"${{{key}}}" in env_kwargs.values():
             results[key] = int(cfg[key])
     return results
 
