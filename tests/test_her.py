@@ -88,7 +88,6 @@ def test_sampled_steps_lie_inside_each_episode():
     mem = _filled_memory("future")
     batch = mem.sample(5000)
     # every sampled obs is a stored obs at a step < that episode's length
-    obs = mem.episodes.data["obs"]
     for o in batch["obs"][:300]:
         e, t = _locate(mem, o)
         assert t < mem.episodes.data["length"][e]

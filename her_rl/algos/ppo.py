@@ -19,12 +19,9 @@ import torch
 import torch.nn as nn
 
 from her_rl.agent import IterationResult
-from her_rl.algos.rollout import (ObsProcessor, Policy, Rollout, RolloutCollector, check_spaces,
-                                  explained_variance, obs_for_act)
-from her_rl.envs import make_vec
+from her_rl.algos.rollout import Rollout, RolloutCollector, explained_variance, make_actor_critic, obs_for_act
 from her_rl.registry import ConfigError
 from her_rl.rl.losses import ClipLoss, EntropyLoss
-from her_rl.rl.nets import mlp
 from her_rl.rl.returns import gae
 
 
@@ -73,15 +70,9 @@ class PPO:
         self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
         self.norm_adv, self.target_kl = norm_adv, target_kl
 
-        self.envs = make_vec(env, int(num_envs), seed)
-        check_spaces(self.algo_name, self.envs.single_observation_space, self.envs.single_action_space)
-        self.obs_proc = ObsProcessor(self.envs.single_observation_space, normalize_obs, obs_clip)
-        dim = self.obs_proc.dim
-        # Networks are initialised from `seed` alone, whatever the global torch RNG holds.
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(seed))
-            self.policy = Policy(dim, self.envs.single_action_space, hidden, activation, True, log_std_init)
-            self.critic = mlp(dim, self.n_value_heads, hidden, activation, ortho_init=True, out_gain=1.0)
+        self.envs, self.obs_proc, self.policy, self.critic = make_actor_critic(
+            self.algo_name, env, num_envs, seed, normalize_obs, obs_clip, hidden, activation, log_std_init,
+            value_heads=self.n_value_heads)
         self.policy, self.critic = self.policy.to(self.device), self.critic.to(self.device)
         self.params = list(self.policy.parameters()) + list(self.critic.parameters())
         self.optimizer = torch.optim.Adam(self.params, lr=self.lr, eps=1e-5, fused=True)

@@ -24,11 +24,9 @@ import torch
 import torch.nn as nn
 
 from her_rl.agent import IterationResult
-from her_rl.algos.rollout import ObsProcessor, Policy, RolloutCollector, check_spaces, explained_variance, obs_for_act
-from her_rl.envs import make_vec
+from her_rl.algos.rollout import RolloutCollector, explained_variance, make_actor_critic, obs_for_act
 from her_rl.registry import ConfigError
 from her_rl.rl.losses import EntropyLoss, PGLoss
-from her_rl.rl.nets import mlp
 from her_rl.rl.returns import gae
 
 
@@ -62,15 +60,9 @@ class Reinforce:
         self.device = torch.device(device)
         self.gamma, self.normalize_adv, self.ent_coef = float(gamma), normalize_adv, float(ent_coef)
         self.max_grad_norm, self.max_episode_steps = max_grad_norm, int(max_episode_steps)
-        self.envs = make_vec(env, int(num_envs), seed)
-        check_spaces(self.algo_name, self.envs.single_observation_space, self.envs.single_action_space)
-        self.obs_proc = ObsProcessor(self.envs.single_observation_space, normalize_obs, obs_clip)
-        dim = self.obs_proc.dim
-        # Networks are initialised from `seed` alone, whatever the global torch RNG holds.
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(seed))
-            self.policy = Policy(dim, self.envs.single_action_space, hidden, activation, True, log_std_init)
-            critic = mlp(dim, 1, hidden, activation, ortho_init=True, out_gain=1.0) if baseline == "critic" else None
+        self.envs, self.obs_proc, self.policy, critic = make_actor_critic(
+            self.algo_name, env, num_envs, seed, normalize_obs, obs_clip, hidden, activation, log_std_init,
+            value_heads=1 if baseline == "critic" else None)
         self.policy = self.policy.to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=float(lr))
         self.critic = None

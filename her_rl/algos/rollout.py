@@ -36,6 +36,7 @@ import torch
 import torch.nn as nn
 from gymnasium import spaces
 
+from her_rl.envs import make_vec
 from her_rl.registry import ConfigError
 from her_rl.rl.actions import ContinuousAction, DiscreteAction
 from her_rl.rl.nets import mlp
@@ -280,6 +281,21 @@ class RolloutCollector:
             episode_lengths=lens,
             episode_successes=succ,
         )
+
+
+def make_actor_critic(algo: str, env: dict, num_envs: int, seed: int, normalize_obs: bool, obs_clip: float,
+                      hidden, activation: str, log_std_init: float, value_heads: int | None):
+    """The training envs, observation processor, policy and (if ``value_heads``) critic of an on-policy
+    algorithm. Networks are initialised from ``seed`` alone, whatever the global torch RNG holds."""
+    envs = make_vec(env, int(num_envs), seed)
+    check_spaces(algo, envs.single_observation_space, envs.single_action_space)
+    obs_proc = ObsProcessor(envs.single_observation_space, normalize_obs, obs_clip)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        policy = Policy(obs_proc.dim, envs.single_action_space, hidden, activation, True, log_std_init)
+        critic = (mlp(obs_proc.dim, value_heads, hidden, activation, ortho_init=True, out_gain=1.0)
+                  if value_heads else None)
+    return envs, obs_proc, policy, critic
 
 
 def obs_for_act(obs_proc: ObsProcessor, obs, device) -> torch.Tensor:
