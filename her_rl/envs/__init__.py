@@ -28,7 +28,8 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) ->
     """Build ``num_envs`` copies of the env named by an ``env`` config group, as one vector env.
 
     Bit-flip uses its own numpy-batched vector env (all copies step in one call); every other
-    id goes through ``gymnasium.make_vec`` (synchronous, next-step autoreset).
+    id goes through ``gymnasium.make_vec``: the env's own batched implementation where it has one
+    (CartPole), else a synchronous loop over copies; both with next-step autoreset.
     """
     env_id = env_cfg["id"]
     kwargs = dict(env_cfg.get("kwargs") or {})
@@ -36,10 +37,17 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) ->
         return BitFlipVectorEnv(num_envs=num_envs, seed=seed, **kwargs)
     if env_id not in gym.registry:
         raise ConfigError(f"unknown gymnasium env id '{env_id}' (check env.id; e.g. CartPole-v1, Acrobot-v1)")
-    try:
-        envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync", **kwargs)
-    except Exception as exc:  # gymnasium raises many types for missing deps / bad kwargs
-        raise ConfigError(f"cannot make env '{env_id}': {exc}") from exc
+    # A native numpy-batched implementation (CartPole's steps 20 copies ~3x faster than a loop of
+    # single envs, same dynamics and time limit) beats the generic synchronous loop.
+    vector_entry = str(gym.registry[env_id].vector_entry_point or "")
+    modes = ["vector_entry_point", "sync"] if vector_entry and "jax" not in vector_entry.lower() else ["sync"]
+    for mode in modes:
+        try:
+            envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode, **kwargs)
+            break
+        except Exception as exc:  # gymnasium raises many types for missing deps / bad kwargs
+            if mode == modes[-1]:
+                raise ConfigError(f"cannot make env '{env_id}': {exc}") from exc
     if seed is not None:
         envs.action_space.seed(seed)
     return envs
