@@ -33,7 +33,7 @@ bench-her: $(VENV)/.bench
 	$(BIN)/python scripts/bench_her.py --n 30 --seeds 0 1 2
 
 bench-ppo: $(VENV)/.bench
-	$(BIN)/python scripts/bench_ppo.py --task cartpole --seeds 0 1 2
+	$(BIN)/python scripts/bench_ppo.py --task cartpole --seeds 0 1 2 3 4
 
 clean:
 	rm -rf $(VENV) outputs multirun build *.egg-info
