@@ -60,5 +60,3 @@ def validate(cfg: DictConfig) -> None:
             _positive(value, f"algo.{key} (learning rate)")
         if key in ("batch_size", "minibatch_size", "num_envs", "n_steps", "epochs"):
             _int(value, f"algo.{key}", 1)
-    if "batch_size" in algo and "buffer_size" in algo and algo["batch_size"] > algo["buffer_size"]:
-        raise ConfigError(f"algo.batch_size ({algo['batch_size']}) is larger than algo.buffer_size ({algo['buffer_size']})")

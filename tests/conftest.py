@@ -5,7 +5,7 @@ import torch
 
 # Tests run two at a time (pytest -n 2) on a 2-core machine: one torch thread per worker.
 torch.set_num_threads(1)
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # for the her-run subprocesses the CLI tests start
 
 
 @pytest.fixture
