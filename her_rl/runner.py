@@ -69,11 +69,14 @@ def _build(cfg: DictConfig, device: str):
 
 
 def evaluate(agent, envs, seed: int, max_steps: int = 1_000_000) -> dict[str, float]:
-    """Greedy evaluation: one episode per copy of ``envs``; mean return, length and success rate."""
+    """Greedy evaluation: one episode per copy of ``envs``; mean return, length, success rate and
+    terminated rate (episodes that ended by reaching a terminal state, not by the time limit:
+    MountainCar's flag rate)."""
     obs, _ = envs.reset(seed=seed)
     n = envs.num_envs
     returns, lengths = np.zeros(n), np.zeros(n, dtype=np.int64)
     success, done = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    ended_terminal = np.zeros(n, dtype=bool)
     for _ in range(max_steps):
         obs, reward, terminated, truncated, info = envs.step(agent.act(obs, explore=False))
         live = ~done
@@ -81,10 +84,12 @@ def evaluate(agent, envs, seed: int, max_steps: int = 1_000_000) -> dict[str, fl
         lengths[live] += 1
         if "is_success" in info:
             success |= live & np.asarray(info["is_success"], dtype=bool)
+        ended_terminal |= live & np.asarray(terminated, dtype=bool)
         done |= np.asarray(terminated) | np.asarray(truncated)
         if done.all():
             break
-    return {"return": float(returns.mean()), "length": float(lengths.mean()), "success_rate": float(success.mean())}
+    return {"return": float(returns.mean()), "length": float(lengths.mean()), "success_rate": float(success.mean()),
+            "terminated_rate": float(ended_terminal.mean())}
 
 
 def _eval_seed(seed: int, iteration: int) -> int:
@@ -246,7 +251,8 @@ def _results(cfg: DictConfig, state: dict[str, Any], goal_env: bool, ckpt_path: 
         "sps": round(state["env_steps"] / max(state["wall_time_s"], 1e-9), 1),
         "solved": state["solved_at_env_steps"] is not None,
         "solved_at_env_steps": state["solved_at_env_steps"],
-        "eval_return": ev.get("return"), "eval_episodes": int(cfg.eval.episodes),
+        "eval_return": ev.get("return"), "eval_terminated_rate": ev.get("terminated_rate"),
+        "eval_episodes": int(cfg.eval.episodes),
         "checkpoint": str(ckpt_path),
     }
     if goal_env:

@@ -13,7 +13,9 @@ those evaluations) until solved, per seed, medians, and ours/SB3 ratios.
 settings (those of ``conf/algo/rnd_ppo.yaml``; ``gamma = gamma_ext``), through the runner.
 Reported: env steps until the flag / the deep-sea reward is first reached in training (from the
 ``charts/episodic_return_max`` TensorBoard tag), until the greedy evaluation reaches it (solved),
-and the final greedy evaluation return.
+and the final greedy evaluation: its mean return and the share of its episodes that ended in a terminal
+state (MountainCar: reached the flag). MountainCar runs train the whole budget (no early stop) so
+that final evaluation measures the policy after ``--budget`` steps.
 
     python scripts/bench_ppo.py --seeds 0 1 2
     python scripts/bench_ppo.py --task reinforce --seeds 0 1 2      # REINFORCE, CartPole, 1000 episodes
@@ -186,8 +188,8 @@ def bench_exploration(args, tmp: Path) -> dict:
               f"eval.every_iterations={args.eval_every}"]
     if env == "deep_sea":
         common += [f"size={args.size}", "eval.episodes=1"]  # deterministic env + greedy policy
-    else:
-        common += [f"eval.episodes={args.eval_episodes}"]
+    else:  # train the whole budget: the final evaluation says how reliably the flag is reached
+        common += [f"eval.episodes={args.eval_episodes}", "eval.stop_when_solved=false"]
     algos = {"rnd_ppo": ["algo=rnd_ppo"], "ppo": ["algo=ppo", *ppo_overrides_like_rnd()]}
     for name, ovr in algos.items():  # --set algo.KEY=VALUE applies to both sides, replacing a default
         keys = {o.split("=", 1)[0] for o in args.set}
@@ -199,13 +201,16 @@ def bench_exploration(args, tmp: Path) -> dict:
             res = ours(algos[name] + common + [f"seed={seed}"], out)
             row = {"seed": seed, "first_found_train_steps": _first_step_above(out / "tb", "charts/episodic_return_max", found),
                    "solved": res["solved"], "solved_at_env_steps": res["solved_at_env_steps"],
-                   "env_steps": res["env_steps"], "wall_s": res["wall_time_s"], "final_eval": res["eval_return"]}
+                   "env_steps": res["env_steps"], "wall_s": res["wall_time_s"], "final_eval": res["eval_return"],
+                   "final_eval_terminated": res["eval_terminated_rate"]}
             rows[name].append(row)
             print(name, row, flush=True)
     summary = {name: {"solved": f"{sum(r['solved'] for r in rs)}/{len(rs)}",
                       "found_in_training": f"{sum(r['first_found_train_steps'] is not None for r in rs)}/{len(rs)}",
                       "median_first_found_train_steps": _median([r["first_found_train_steps"] for r in rs]),
-                      "median_solved_at_env_steps": _median([r["solved_at_env_steps"] for r in rs])}
+                      "median_solved_at_env_steps": _median([r["solved_at_env_steps"] for r in rs]),
+                      "median_final_eval": _median([r["final_eval"] for r in rs]),
+                      "median_final_eval_terminated": _median([r["final_eval_terminated"] for r in rs])}
                for name, rs in rows.items()}
     return {"rows": rows, "summary": summary}
 

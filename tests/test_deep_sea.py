@@ -83,3 +83,28 @@ def test_registered_and_vectorised():
 def test_bad_size_is_rejected():
     with pytest.raises(ValueError):
         DeepSeaEnv(size=0)
+
+
+def test_batched_env_matches_a_loop_of_single_envs_through_autoresets():
+    from her_rl.envs.deep_sea import DeepSeaVectorEnv
+
+    n, copies = 5, 7
+    batched = make_vec({"name": "deep_sea", "id": "her_rl/DeepSea-v0", "kwargs": {"size": n, "mapping_seed": 2}}, copies)
+    assert isinstance(batched, DeepSeaVectorEnv)  # make_vec picks the numpy-batched implementation
+    loop = gym.vector.SyncVectorEnv([lambda: DeepSeaEnv(size=n, mapping_seed=2) for _ in range(copies)])
+    assert np.array_equal(batched.reset(seed=0)[0], loop.reset(seed=0)[0])
+    rng = np.random.default_rng(0)
+    # biased towards "right" so some copies reach the rewarding corner
+    optimal = np.array(DeepSeaEnv(size=n, mapping_seed=2).optimal_actions())
+    total_reward, ends = 0.0, 0
+    for t in range(6 * (n + 1)):
+        step_in_episode = t % (n + 1)
+        actions = np.where(rng.random(copies) < 0.8, optimal[min(step_in_episode, n - 1)], rng.integers(0, 2, copies))
+        got, want = batched.step(actions), loop.step(actions)
+        for a, b in zip(got[:4], want[:4]):
+            np.testing.assert_allclose(a, b)
+        total_reward += float(np.sum(got[1] > 0.5))
+        ends += int(got[2].sum())
+    assert ends == 6 * copies and total_reward > 0  # all episodes ended on time, some paid
+    with pytest.raises(ValueError):
+        batched.step(np.full(copies, 2))

@@ -233,3 +233,24 @@ def test_bad_hyperparameters_are_config_errors():
         build_agent({"name": "rnd_ppo", "gamma": 0.9}, env=deep_sea(4), seed=0, device="cpu")
     with pytest.raises(ConfigError, match="no parameter"):  # RND-PPO's signature lists PPO's arguments too
         build_agent({"name": "rnd_ppo", "no_such_key": 1}, env=deep_sea(4), seed=0, device="cpu")
+
+
+class _ConstantAgent:
+    def __init__(self, action: int):
+        self.action = action
+
+    def act(self, obs, explore: bool = False):
+        return np.full(len(obs), self.action)
+
+
+def test_evaluate_tells_terminal_ends_from_time_limits():
+    from her_rl.runner import evaluate
+
+    # MountainCar: always pushing right never reaches the flag, every episode hits the 200-step limit
+    car = make_vec({"name": "mountaincar", "id": "MountainCar-v0", "kwargs": {}}, 3, seed=0)
+    result = evaluate(_ConstantAgent(2), car, seed=0)
+    assert result["terminated_rate"] == 0.0 and result["return"] == -200.0
+    # deep sea always terminates after N steps
+    sea = make_vec({"name": "deep_sea", "id": "her_rl/DeepSea-v0", "kwargs": {"size": 4}}, 2, seed=0)
+    result = evaluate(_ConstantAgent(0), sea, seed=0)
+    assert result["terminated_rate"] == 1.0 and result["length"] == 4.0

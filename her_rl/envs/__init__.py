@@ -19,7 +19,8 @@ try:  # deep sea is added by the on-policy work; keep bit-flip usable without it
     from her_rl.envs.deep_sea import DeepSeaEnv  # noqa: F401
 
     if "her_rl/DeepSea-v0" not in gym.registry:
-        gym.register(id="her_rl/DeepSea-v0", entry_point="her_rl.envs.deep_sea:DeepSeaEnv")
+        gym.register(id="her_rl/DeepSea-v0", entry_point="her_rl.envs.deep_sea:DeepSeaEnv",
+                     vector_entry_point="her_rl.envs.deep_sea:DeepSeaVectorEnv")
 except ImportError:  # pragma: no cover
     pass
 

@@ -21,6 +21,19 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+
+def _check_size(size) -> int:
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise ValueError(f"deep sea needs an integer size >= 1, got {size!r}")
+    return int(size)
+
+
+def _action_right(size: int, mapping_seed: int) -> np.ndarray:
+    """``[row, col]`` -> the action index that moves right in that cell (the task's fixed mapping)."""
+    return np.random.default_rng(mapping_seed).integers(0, 2, size=(size, size))
 
 
 class DeepSeaEnv(gym.Env):
@@ -29,13 +42,10 @@ class DeepSeaEnv(gym.Env):
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(self, size: int = 10, mapping_seed: int = 0, move_cost: float = 0.01, render_mode: str | None = None):
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-            raise ValueError(f"deep sea needs an integer size >= 1, got {size!r}")
-        self.size = int(size)
+        self.size = _check_size(size)
         self.move_cost = float(move_cost)
         self.render_mode = render_mode
-        # action_right[row, col] is the action index that moves right in that cell.
-        self.action_right = np.random.default_rng(mapping_seed).integers(0, 2, size=(self.size, self.size))
+        self.action_right = _action_right(self.size, mapping_seed)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.size * self.size,), dtype=np.float32)
         self.action_space = spaces.Discrete(2)
         self.row = 0
@@ -82,3 +92,61 @@ class DeepSeaEnv(gym.Env):
         if self.row < self.size:
             grid[self.row, self.column] = "A"
         return "\n".join("".join(r) for r in grid)
+
+
+class DeepSeaVectorEnv(VectorEnv):
+    """``num_envs`` copies of :class:`DeepSeaEnv` stepped in one numpy call (same rules, same mapping).
+
+    Gymnasium's default NEXT_STEP autoreset: the ``step`` after an episode ends resets that copy
+    (its action is ignored, reward 0, not done) and returns the start observation.
+    ``gymnasium.make_vec('her_rl/DeepSea-v0', num_envs=16, size=30)`` builds it.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int, size: int = 10, mapping_seed: int = 0, move_cost: float = 0.01, **_ignored):
+        self.size = _check_size(size)
+        self.num_envs = int(num_envs)
+        self.move_cost = float(move_cost)
+        self.action_right = _action_right(self.size, mapping_seed)
+        self.single_observation_space = spaces.Box(0.0, 1.0, shape=(self.size * self.size,), dtype=np.float32)
+        self.single_action_space = spaces.Discrete(2)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.row = np.zeros(self.num_envs, dtype=np.int64)
+        self.column = np.zeros(self.num_envs, dtype=np.int64)
+        self._needs_reset = np.zeros(self.num_envs, dtype=bool)
+        self._envs = np.arange(self.num_envs)
+
+    def _obs(self) -> np.ndarray:
+        obs = np.zeros((self.num_envs, self.size * self.size), dtype=np.float32)
+        on_grid = self.row < self.size  # after the last step the agent has left the grid: all zeros
+        obs[self._envs[on_grid], self.row[on_grid] * self.size + self.column[on_grid]] = 1.0
+        return obs
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:  # the task is deterministic; seeding only seeds action_space sampling
+            self.action_space.seed(seed)
+        self.row[:] = 0
+        self.column[:] = 0
+        self._needs_reset[:] = False
+        return self._obs(), {}
+
+    def step(self, actions):
+        actions = np.asarray(actions).reshape(self.num_envs).astype(np.int64)
+        if ((actions != 0) & (actions != 1)).any():
+            raise ValueError(f"deep sea actions are 0 or 1, got {actions}")
+        resetting = self._needs_reset
+        stepping = ~resetting
+        rows, cols = np.minimum(self.row, self.size - 1), self.column
+        right = (actions == self.action_right[rows, cols]) & stepping
+        corner = (self.row == self.size - 1) & (self.column == self.size - 1)
+        reward = np.where(right, np.where(corner, 1.0, 0.0) - self.move_cost / self.size, 0.0)
+        self.column = np.where(right, np.minimum(self.column + 1, self.size - 1),
+                               np.where(stepping, np.maximum(self.column - 1, 0), self.column))
+        self.row = self.row + stepping
+        terminated = stepping & (self.row >= self.size)
+        self.row[resetting] = 0
+        self.column[resetting] = 0
+        self._needs_reset = terminated.copy()
+        return self._obs(), reward, terminated, np.zeros(self.num_envs, dtype=bool), {}

@@ -32,8 +32,9 @@ class RND(nn.Module):
 
     def __init__(self, input_dim: int, hidden: Sequence[int] = (256, 256), embed_dim: int = 128,
                  lr: float = 1e-4, gamma_int: float = 0.99, memory_capacity: int = 10000,
-                 device="cpu", seed: int | None = None):
+                 device="cpu", seed: int | None = None, whiten_inputs: bool = True):
         super().__init__()
+        self.whiten_inputs = bool(whiten_inputs)
         self.input_dim, self.gamma_int = int(input_dim), float(gamma_int)
         self.device = torch.device(device)
         # Build nets under a private RNG so a seed gives reproducible nets without
@@ -71,7 +72,10 @@ class RND(nn.Module):
         return x.reshape(-1, self.input_dim)
 
     def whiten(self, x: Any) -> torch.Tensor:
-        """Normalise with the running input statistics and clip to ``[-5, 5]``."""
+        """Normalise with the running input statistics and clip to ``[-5, 5]`` (identity when
+        ``whiten_inputs`` is off: one-hot inputs, whose statistics drift with the policy's visits)."""
+        if not self.whiten_inputs:
+            return np2torch(x, device=self.device)
         return self.obs_rms.normalize(np2torch(x, device=self.device), clip=self.OBS_CLIP)
 
     def update_obs_stats(self, x: Any) -> None:
