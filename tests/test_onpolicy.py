@@ -254,3 +254,15 @@ def test_evaluate_tells_terminal_ends_from_time_limits():
     sea = make_vec({"name": "deep_sea", "id": "her_rl/DeepSea-v0", "kwargs": {"size": 4}}, 2, seed=0)
     result = evaluate(_ConstantAgent(0), sea, seed=0)
     assert result["terminated_rate"] == 1.0 and result["length"] == 4.0
+
+
+def test_rnd_ppo_with_deep_sea_settings_solves_size_14(tmp_path):
+    """The tuned/rnd_ppo_deep_sea.yaml settings find and then exploit the single rewarding path
+    (a random policy finds it once in 2^14 episodes, ~16,000 episodes = 230k steps)."""
+    from her_rl.runner import compose, run
+
+    cfg = compose(["algo=rnd_ppo", "env=deep_sea", "size=14", "budget.env_steps=80000",
+                   "eval.every_iterations=5", "progress=false", "threads=1"])
+    assert cfg.algo.rnd_whiten is False and cfg.algo.norm_adv is False  # tuned settings applied
+    results = run(cfg, out_dir=tmp_path)
+    assert results["solved"] and results["eval_return"] > 0.5, results

@@ -95,3 +95,16 @@ def test_running_mean_std_parallel_merge_and_types():
     other = RunningMeanStd()
     other.load_state_dict(scalar.state_dict())
     assert other.std == pytest.approx(np.std([1.0, 2.0, 3.0]), rel=1e-3)
+
+
+def test_unwhitened_inputs_keep_one_hot_novelty_stable_as_visit_counts_change():
+    """With whiten_inputs=False the target embedding of a cell does not move when other cells
+    are visited more often; with whitening it does (the drift that revives old novelty)."""
+    cells = np.eye(6, dtype=np.float32)
+    for whiten, should_move in ((False, False), (True, True)):
+        rnd = _make(whiten_inputs=whiten)
+        rnd.update_obs_stats(cells[[0, 1, 2]])
+        before = rnd.target(rnd.whiten(cells[:1])).clone()
+        rnd.update_obs_stats(np.repeat(cells[[3]], 200, axis=0))  # the policy moves to cell 3
+        after = rnd.target(rnd.whiten(cells[:1]))
+        assert torch.allclose(before, after) != should_move
