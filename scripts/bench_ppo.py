@@ -10,7 +10,8 @@ solved when their mean return is >= 475. Reported: env steps and wall seconds (t
 those evaluations) until solved, per seed, medians, and ours/SB3 ratios.
 
 ``--task mountaincar`` / ``--task deep_sea``: our RND-PPO against our PPO with the same PPO
-settings (those of ``conf/algo/rnd_ppo.yaml``; ``gamma = gamma_ext``), through the runner.
+settings (those of ``conf/algo/rnd_ppo.yaml`` plus ``conf/tuned/rnd_ppo_<env>.yaml``; ``gamma = gamma_ext``),
+through the runner.
 Reported: env steps until the flag / the deep-sea reward is first reached in training (from the
 ``charts/episodic_return_max`` TensorBoard tag), until the greedy evaluation reaches it (solved),
 and the final greedy evaluation: its mean return and the share of its episodes that ended in a terminal
@@ -20,7 +21,7 @@ that final evaluation measures the policy after ``--budget`` steps.
     python scripts/bench_ppo.py --seeds 0 1 2
     python scripts/bench_ppo.py --task reinforce --seeds 0 1 2      # REINFORCE, CartPole, 1000 episodes
     python scripts/bench_ppo.py --task mountaincar --seeds 0 1 2 3 4 --budget 300000
-    python scripts/bench_ppo.py --task deep_sea --size 20 --seeds 0 1 2 3 4 --set algo.normalize_obs=false
+    python scripts/bench_ppo.py --task deep_sea --size 20 --seeds 0 1 2 3 4   # tuned/rnd_ppo_deep_sea.yaml for both
 
 SB3 is imported only inside :func:`sb3_cartpole` (a benchmark-only extra: ``pip install -e .[bench]``).
 """
