@@ -108,3 +108,11 @@ def test_unwhitened_inputs_keep_one_hot_novelty_stable_as_visit_counts_change():
         rnd.update_obs_stats(np.repeat(cells[[3]], 200, axis=0))  # the policy moves to cell 3
         after = rnd.target(rnd.whiten(cells[:1]))
         assert torch.allclose(before, after) != should_move
+
+
+def test_zero_capacity_memory_stores_nothing_and_learn_is_a_no_op():
+    rnd = _make(memory_capacity=0)
+    rnd.remember(np.ones((10, 6), dtype=np.float32))
+    assert rnd.memory_size == 0 and rnd.memory.shape == (0, 6) and rnd.learn() == 0.0
+    with pytest.raises(ValueError):
+        _make(memory_capacity=-1)

@@ -60,7 +60,7 @@ class RNDPPO(PPO):
         self.gamma_int, self.ext_coef, self.int_coef = float(gamma_int), float(ext_coef), float(int_coef)
         self.predictor_fraction = float(predictor_fraction)
         self.rnd = RND(self.obs_proc.dim, rnd_hidden, rnd_embed_dim, lr=float(rnd_lr), gamma_int=self.gamma_int,
-                       memory_capacity=1, device=self.device, seed=int(seed), whiten_inputs=bool(rnd_whiten))
+                       memory_capacity=0, device=self.device, seed=int(seed), whiten_inputs=bool(rnd_whiten))
         self._pending_steps = 0
         if rnd_init_steps > 0:  # observation statistics from a uniformly random policy
             ro = self.collector.collect(self._random_actions, None, int(rnd_init_steps), self.n_value_heads)

@@ -53,6 +53,8 @@ class RND(nn.Module):
         self._ret: torch.Tensor | None = None  # per-env running discounted intrinsic return
         self.rng = np.random.default_rng(seed)
         self.memory_capacity = int(memory_capacity)
+        if self.memory_capacity < 0:
+            raise ValueError(f"memory_capacity must be >= 0, got {memory_capacity}")
         self._memory = torch.zeros(self.memory_capacity, self.input_dim, device=self.device)
         self.memory_size = 0
 
@@ -126,8 +128,11 @@ class RND(nn.Module):
         return (self.predictor(z) - target).pow(2).mean()
 
     def remember(self, x: Any) -> None:
-        """Store inputs for :meth:`learn`; when full, random old entries are evicted."""
+        """Store inputs for :meth:`learn`; when full, random old entries are evicted.
+        With ``memory_capacity=0`` (callers that train the predictor themselves) it stores nothing."""
         x = self._flat(x).detach()
+        if self.memory_capacity == 0:
+            return
         n_free = self.memory_capacity - self.memory_size
         head, rest = x[:n_free], x[n_free:]
         if len(head):
