@@ -104,8 +104,10 @@ class DeepSeaVectorEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, num_envs: int, size: int = 10, mapping_seed: int = 0, move_cost: float = 0.01, **_ignored):
+    def __init__(self, num_envs: int, size: int = 10, mapping_seed: int = 0, move_cost: float = 0.01,
+                 render_mode: str | None = None):
         self.size = _check_size(size)
+        self.render_mode = render_mode  # accepted for gymnasium.make_vec; the batched env draws nothing
         self.num_envs = int(num_envs)
         self.move_cost = float(move_cost)
         self.action_right = _action_right(self.size, mapping_seed)
