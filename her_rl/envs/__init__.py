@@ -30,7 +30,7 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) ->
 
     Bit-flip uses its own numpy-batched vector env (all copies step in one call); every other
     id goes through ``gymnasium.make_vec``: the env's own batched implementation where it has one
-    (CartPole), else a synchronous loop over copies; both with next-step autoreset.
+    (CartPole, deep sea), else a synchronous loop over copies; both with next-step autoreset.
     """
     env_id = env_cfg["id"]
     kwargs = dict(env_cfg.get("kwargs") or {})
