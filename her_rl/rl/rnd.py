@@ -81,8 +81,10 @@ class RND(nn.Module):
         return self.obs_rms.normalize(np2torch(x, device=self.device), clip=self.OBS_CLIP)
 
     def update_obs_stats(self, x: Any) -> None:
-        """Add inputs ``[..., input_dim]`` to the running whitening statistics."""
-        self.obs_rms.update(self._flat(x))
+        """Add inputs ``[..., input_dim]`` to the running whitening statistics (no-op when
+        ``whiten_inputs`` is off: nothing reads them)."""
+        if self.whiten_inputs:
+            self.obs_rms.update(self._flat(x))
 
     # -- rewards ---------------------------------------------------------------------
     def forward(self, x: Any) -> torch.Tensor:
