@@ -108,3 +108,13 @@ def test_batched_env_matches_a_loop_of_single_envs_through_autoresets():
     assert ends == 6 * copies and total_reward > 0  # all episodes ended on time, some paid
     with pytest.raises(ValueError):
         batched.step(np.full(copies, 2))
+
+
+def test_batched_reset_leaves_arrays_returned_earlier_untouched():
+    envs = make_vec({"name": "deep_sea", "id": "her_rl/DeepSea-v0", "kwargs": {"size": 2}}, 3)
+    envs.reset(seed=0)
+    envs.step(np.zeros(3, dtype=np.int64))
+    _, _, terminated, _, _ = envs.step(np.zeros(3, dtype=np.int64))
+    assert terminated.all()
+    envs.reset()
+    assert terminated.all()  # a rollout buffer may still hold this array

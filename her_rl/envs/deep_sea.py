@@ -36,6 +36,27 @@ def _action_right(size: int, mapping_seed: int) -> np.ndarray:
     return np.random.default_rng(mapping_seed).integers(0, 2, size=(size, size))
 
 
+def _move(action_right: np.ndarray, move_cost: float, row, column, action):
+    """The rules of one step, for positions on the grid (scalars or arrays of equal shape):
+    ``(row + 1, new column, reward)``. Shared by the single and the batched env."""
+    size = action_right.shape[0]
+    right = action == action_right[row, column]
+    corner = (row == size - 1) & (column == size - 1)  # reachable only by going right every step
+    reward = np.where(right, np.where(corner, 1.0, 0.0) - move_cost / size, 0.0)
+    column = np.where(right, np.minimum(column + 1, size - 1), np.maximum(column - 1, 0))
+    return row + 1, column, reward
+
+
+def _one_hot(size: int, row, column) -> np.ndarray:
+    """``[..., size * size]`` one-hot positions; all zeros where ``row == size`` (left the grid)."""
+    row, column = np.asarray(row), np.asarray(column)
+    obs = np.zeros(row.shape + (size * size,), dtype=np.float32)
+    on_grid = row < size
+    flat = obs.reshape(-1, size * size)
+    flat[np.flatnonzero(on_grid), (row * size + column)[on_grid]] = 1.0
+    return obs
+
+
 class DeepSeaEnv(gym.Env):
     """``gymnasium.make('her_rl/DeepSea-v0', size=20, mapping_seed=0)``."""
 
@@ -52,10 +73,7 @@ class DeepSeaEnv(gym.Env):
         self.column = 0
 
     def _obs(self) -> np.ndarray:
-        obs = np.zeros(self.size * self.size, dtype=np.float32)
-        if self.row < self.size:
-            obs[self.row * self.size + self.column] = 1.0
-        return obs
+        return _one_hot(self.size, self.row, self.column)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -68,18 +86,10 @@ class DeepSeaEnv(gym.Env):
         action = int(action)
         if action not in (0, 1):
             raise ValueError(f"deep sea actions are 0 or 1, got {action}")
-        right = action == self.action_right[self.row, self.column]
-        reward = 0.0
-        if right:
-            if self.row == self.size - 1 and self.column == self.size - 1:
-                reward += 1.0
-            reward -= self.move_cost / self.size
-            self.column = min(self.column + 1, self.size - 1)
-        else:
-            self.column = max(self.column - 1, 0)
-        self.row += 1
+        row, column, reward = _move(self.action_right, self.move_cost, self.row, self.column, action)
+        self.row, self.column = int(row), int(column)
         terminated = self.row >= self.size
-        return self._obs(), reward, terminated, False, {}
+        return self._obs(), float(reward), terminated, False, {}
 
     def optimal_actions(self) -> list[int]:
         """The action sequence of the single rewarding episode (for tests and sanity checks)."""
@@ -115,40 +125,29 @@ class DeepSeaVectorEnv(VectorEnv):
         self.single_action_space = spaces.Discrete(2)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.row = np.zeros(self.num_envs, dtype=np.int64)
-        self.column = np.zeros(self.num_envs, dtype=np.int64)
-        self._needs_reset = np.zeros(self.num_envs, dtype=bool)
-        self._envs = np.arange(self.num_envs)
+        self.reset()
 
     def _obs(self) -> np.ndarray:
-        obs = np.zeros((self.num_envs, self.size * self.size), dtype=np.float32)
-        on_grid = self.row < self.size  # after the last step the agent has left the grid: all zeros
-        obs[self._envs[on_grid], self.row[on_grid] * self.size + self.column[on_grid]] = 1.0
-        return obs
+        return _one_hot(self.size, self.row, self.column)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is not None:  # the task is deterministic; seeding only seeds action_space sampling
             self.action_space.seed(seed)
-        self.row[:] = 0
-        self.column[:] = 0
-        self._needs_reset[:] = False
+        self.row = np.zeros(self.num_envs, dtype=np.int64)
+        self.column = np.zeros(self.num_envs, dtype=np.int64)
+        self._needs_reset = np.zeros(self.num_envs, dtype=bool)  # new arrays: callers may hold the old ones
         return self._obs(), {}
 
     def step(self, actions):
         actions = np.asarray(actions).reshape(self.num_envs).astype(np.int64)
         if ((actions != 0) & (actions != 1)).any():
             raise ValueError(f"deep sea actions are 0 or 1, got {actions}")
-        resetting = self._needs_reset
-        stepping = ~resetting
-        rows, cols = np.minimum(self.row, self.size - 1), self.column
-        right = (actions == self.action_right[rows, cols]) & stepping
-        corner = (self.row == self.size - 1) & (self.column == self.size - 1)
-        reward = np.where(right, np.where(corner, 1.0, 0.0) - self.move_cost / self.size, 0.0)
-        self.column = np.where(right, np.minimum(self.column + 1, self.size - 1),
-                               np.where(stepping, np.maximum(self.column - 1, 0), self.column))
-        self.row = self.row + stepping
-        terminated = stepping & (self.row >= self.size)
-        self.row[resetting] = 0
-        self.column[resetting] = 0
-        self._needs_reset = terminated.copy()
+        resetting = self._needs_reset  # these copies ended last step: reset them, ignore their action
+        row, column, reward = _move(self.action_right, self.move_cost,
+                                    np.minimum(self.row, self.size - 1), self.column, actions)
+        self.row = np.where(resetting, 0, row)
+        self.column = np.where(resetting, 0, column)
+        reward = np.where(resetting, 0.0, reward)
+        terminated = ~resetting & (self.row >= self.size)
+        self._needs_reset = terminated
         return self._obs(), reward, terminated, np.zeros(self.num_envs, dtype=bool), {}
