@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import yaml
+from omegaconf import OmegaConf
 
 from her_rl.envs import make_vec
 from her_rl.runner import compose, evaluate, run
@@ -171,19 +172,12 @@ def bench_reinforce(args, tmp: Path) -> dict:
 
 
 # -- MountainCar / deep sea: RND-PPO vs PPO ------------------------------------------------------------
-def ppo_overrides_like_rnd(env: str) -> list[str]:
-    """Our PPO with exactly the PPO settings RND-PPO gets on ``env``: rnd_ppo.yaml, then its
-    ``tuned/rnd_ppo_<env>.yaml`` if any (gamma = gamma_ext)."""
-    rnd = yaml.safe_load((ROOT / "her_rl/conf/algo/rnd_ppo.yaml").read_text())
-    tuned = ROOT / f"her_rl/conf/tuned/rnd_ppo_{env}.yaml"
-    if tuned.exists():
-        rnd.update(yaml.safe_load(tuned.read_text()) or {})
-    ppo_keys = set(yaml.safe_load((ROOT / "her_rl/conf/algo/ppo.yaml").read_text())) - {"name", "_target_"}
-    out = [f"algo.gamma={rnd['gamma_ext']}"]
-    for k, v in rnd.items():
-        if k in ppo_keys:
-            out.append(f"algo.{k}={json.dumps(v) if isinstance(v, list) else ('null' if v is None else v)}")
-    return out
+def ppo_overrides_like_rnd(env: str, overrides: list[str] = ()) -> list[str]:
+    """Our PPO with exactly the PPO settings RND-PPO gets on ``env`` (its algo group plus any
+    ``tuned/rnd_ppo_<env>.yaml``, as composed with ``overrides``; gamma = gamma_ext)."""
+    rnd = OmegaConf.to_container(compose(["algo=rnd_ppo", f"env={env}", *overrides]).algo, resolve=True)
+    ppo_keys = set(compose(["algo=ppo", f"env={env}"]).algo) - {"name", "_target_", "gamma"}
+    return [f"algo.gamma={rnd['gamma_ext']}"] + [f"algo.{k}={json.dumps(rnd[k])}" for k in sorted(ppo_keys & set(rnd))]
 
 
 def bench_exploration(args, tmp: Path) -> dict:
@@ -195,7 +189,7 @@ def bench_exploration(args, tmp: Path) -> dict:
         common += [f"size={args.size}", "eval.episodes=1"]  # deterministic env + greedy policy
     else:  # train the whole budget: the final evaluation says how reliably the flag is reached
         common += [f"eval.episodes={args.eval_episodes}", "eval.stop_when_solved=false"]
-    algos = {"rnd_ppo": ["algo=rnd_ppo"], "ppo": ["algo=ppo", *ppo_overrides_like_rnd(env)]}
+    algos = {"rnd_ppo": ["algo=rnd_ppo"], "ppo": ["algo=ppo", *ppo_overrides_like_rnd(env, common)]}
     for name, ovr in algos.items():  # --set algo.KEY=VALUE applies to both sides, replacing a default
         keys = {o.split("=", 1)[0] for o in args.set}
         algos[name] = [o for o in ovr if o.split("=", 1)[0] not in keys] + list(args.set)
