@@ -108,6 +108,8 @@ def test_unwhitened_inputs_keep_one_hot_novelty_stable_as_visit_counts_change():
         rnd.update_obs_stats(np.repeat(cells[[3]], 200, axis=0))  # the policy moves to cell 3
         after = rnd.target(rnd.whiten(cells[:1]))
         assert torch.allclose(before, after) != should_move
+    # off means the raw input reaches the nets: no centring, no clipping to [-5, 5]
+    torch.testing.assert_close(_make(whiten_inputs=False).whiten(cells * 10), torch.from_numpy(cells * 10))
 
 
 def test_zero_capacity_memory_stores_nothing_and_learn_is_a_no_op():
