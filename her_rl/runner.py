@@ -69,7 +69,8 @@ def _build(cfg: DictConfig, device: str):
 
 
 def evaluate(agent, envs, seed: int, max_steps: int = 1_000_000) -> dict[str, float]:
-    """Greedy evaluation: one episode per copy of ``envs``; mean return, length, success rate and
+    """Greedy evaluation: one episode per copy of ``envs``; mean return, length, success rate (the
+    ``is_success`` of each episode's last step) and
     terminated rate (episodes that ended by reaching a terminal state, not by the time limit:
     MountainCar's flag rate)."""
     obs, _ = envs.reset(seed=seed)
@@ -82,8 +83,8 @@ def evaluate(agent, envs, seed: int, max_steps: int = 1_000_000) -> dict[str, fl
         live = ~done
         returns[live] += np.asarray(reward)[live]
         lengths[live] += 1
-        if "is_success" in info:
-            success |= live & np.asarray(info["is_success"], dtype=bool)
+        if "is_success" in info:  # success of the episode's last step (Fetch's convention; bit-flip ends on success)
+            success = np.where(live, np.asarray(info["is_success"], dtype=bool), success)
         ended_terminal |= live & np.asarray(terminated, dtype=bool)
         done |= np.asarray(terminated) | np.asarray(truncated)
         if done.all():
