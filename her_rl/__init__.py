@@ -1,7 +1,9 @@
 """her_rl: experiment runner and building blocks for sparse-reward, goal-conditioned RL.
 
-Only the lightweight building blocks (``her_rl.rl``) are imported here; the runner,
-CLI and algorithms are imported from their own modules on demand.
+Only the lightweight building blocks (``her_rl.rl``) and the environments (``her_rl.envs``, whose
+import registers ``her_rl/BitFlip-v0``, ``her_rl/Push-v0``, ``her_rl/Drag-v0`` and
+``her_rl/DeepSea-v0`` with gymnasium) are imported here; the runner, CLI and algorithms are
+imported from their own modules on demand.
 """
 __version__ = "0.1.0"
 
@@ -27,6 +29,7 @@ from .rl import (  # noqa: E402  (re-export the public building blocks)
     set_seed,
     to_numpy,
 )
+from . import envs  # noqa: E402,F401  (registers the env ids with gymnasium)
 
 __all__ = [
     "__version__", "RND", "Action", "ClipLoss", "ContinuousAction", "DiscreteAction",

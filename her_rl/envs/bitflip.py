@@ -27,6 +27,11 @@ def compute_reward(achieved_goal: np.ndarray, desired_goal: np.ndarray, info: An
     return np.all(np.asarray(achieved_goal) == np.asarray(desired_goal), axis=-1).astype(np.float32) - 1.0
 
 
+def compute_terminated(achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any = None) -> np.ndarray:
+    """True where achieved equals desired: bit-flip episodes end on success (vectorised)."""
+    return np.all(np.asarray(achieved_goal) == np.asarray(desired_goal), axis=-1)
+
+
 def _check_n(n: Any) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_BITS:
         raise ValueError(f"bit-flip needs an integer number of bits 1 <= n <= {MAX_BITS}, got {n!r}")
@@ -56,6 +61,7 @@ class BitFlipEnv(gym.Env):
 
     def __init__(self, n: int = 15, render_mode: str | None = None):
         self.n = _check_n(n)
+        self.max_episode_steps = self.n
         self.render_mode = render_mode
         self.observation_space = _goal_space(self.n)
         self.action_space = spaces.Discrete(self.n)
@@ -85,6 +91,9 @@ class BitFlipEnv(gym.Env):
     def compute_reward(self, achieved_goal, desired_goal, info):
         return compute_reward(achieved_goal, desired_goal, info)
 
+    def compute_terminated(self, achieved_goal, desired_goal, info):
+        return compute_terminated(achieved_goal, desired_goal, info)
+
     def render(self):
         if self.render_mode == "ansi":
             return "".join(map(str, self._state)) + " -> " + "".join(map(str, self._goal))
@@ -104,6 +113,7 @@ class BitFlipVectorEnv(VectorEnv):
 
     def __init__(self, num_envs: int, n: int = 15, seed: int | None = None, autoreset: bool = True):
         self.n = _check_n(n)
+        self.max_episode_steps = self.n
         self.num_envs = int(num_envs)
         self.autoreset = autoreset
         self.single_observation_space = _goal_space(self.n)
@@ -119,6 +129,9 @@ class BitFlipVectorEnv(VectorEnv):
 
     def compute_reward(self, achieved_goal, desired_goal, info=None):
         return compute_reward(achieved_goal, desired_goal, info)
+
+    def compute_terminated(self, achieved_goal, desired_goal, info=None):
+        return compute_terminated(achieved_goal, desired_goal, info)
 
     def _obs(self) -> dict[str, np.ndarray]:
         return {"observation": self.state.copy(), "achieved_goal": self.state.copy(), "desired_goal": self.goal.copy()}

@@ -1,0 +1,408 @@
+"""A 2-D table with a point gripper and one round block: the shared core of the push and drag tasks.
+
+Both tasks are goal-conditioned (HER's Fetch tasks reduced to the plane): move the block's centre
+to within ``success_distance`` of a random goal. In *push* the gripper shoves the block by contact
+only; in *drag* contact does nothing and the block moves only while the gripper holds it.
+
+:class:`TableCore` holds the state of N copies as numpy arrays and applies the rules to all of them
+in a few array calls. The single gymnasium env is the same core with N = 1, so the single and the
+batched env cannot drift apart. Positions are float32 throughout: the reward computed from an
+observation (HER relabelling) is then exactly the reward the env paid.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+DEFAULTS: dict[str, Any] = {
+    "table_size": 1.0, "block_size": 0.1, "step_size": 0.05, "success_distance": None,
+    "max_episode_steps": 50, "terminate_on_success": False, "actions": "discrete",
+}
+DRAG_DEFAULTS: dict[str, Any] = {**DEFAULTS, "grip_reach": None}
+OBS_DIM = 11  # gripper xy, block xy, block - gripper xy, gripper velocity xy, block velocity xy, grip
+_DIAG = 1.0 / math.sqrt(2.0)
+# E, NE, N, NW, W, SW, S, SE as unit vectors; drag appends two non-moves (8 = grip, 9 = release).
+COMPASS = np.array([[1, 0], [_DIAG, _DIAG], [0, 1], [-_DIAG, _DIAG],
+                    [-1, 0], [-_DIAG, -_DIAG], [0, -1], [_DIAG, -_DIAG]], dtype=np.float64)
+GRIP, RELEASE = 8, 9
+
+
+def _positive(key: str, value: Any) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not 0 < float(value) < math.inf:
+        raise ValueError(f"{key}={value!r} is not allowed: {key} must be a positive finite number")
+    return float(value)
+
+
+def check_table_kwargs(task: str = "push", **kwargs: Any) -> dict[str, Any]:
+    """Validate push/drag constructor kwargs without building an env (config checkers call this).
+
+    Returns the complete settings with defaults filled in and ``None`` resolved; raises ValueError
+    naming the key, its value and what is allowed.
+    """
+    if task not in ("push", "drag"):
+        raise ValueError(f"task={task!r} is not allowed: task must be 'push' or 'drag'")
+    allowed = DRAG_DEFAULTS if task == "drag" else DEFAULTS
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown {task} setting(s) {unknown}; allowed: {sorted(allowed)}")
+    cfg = {**allowed, **kwargs}
+    size = cfg["table_size"] = _positive("table_size", cfg["table_size"])
+    block = cfg["block_size"] = _positive("block_size", cfg["block_size"])
+    if block >= size:
+        raise ValueError(f"block_size={block!r} is not allowed: it must be < table_size ({size!r})")
+    step = cfg["step_size"] = _positive("step_size", cfg["step_size"])
+    if step > block / 2:
+        raise ValueError(f"step_size={step!r} is not allowed: it must be <= block_size / 2 ({block / 2!r}) "
+                         "so that the gripper cannot jump over the block")
+    if cfg["success_distance"] is None:
+        cfg["success_distance"] = 0.05 * size
+    sd = cfg["success_distance"] = _positive("success_distance", cfg["success_distance"])
+    if sd >= (size - block) / math.sqrt(2):  # else some block positions have no goal that far away
+        raise ValueError(f"success_distance={sd!r} is not allowed: it must be < (table_size - block_size)"
+                         f" / sqrt(2) = {(size - block) / math.sqrt(2)!r}")
+    steps = cfg["max_episode_steps"]
+    if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"max_episode_steps={steps!r} is not allowed: it must be an integer >= 1")
+    cfg["max_episode_steps"] = int(steps)
+    if not isinstance(cfg["terminate_on_success"], (bool, np.bool_)):
+        raise ValueError(f"terminate_on_success={cfg['terminate_on_success']!r} is not allowed: it must be true or false")
+    cfg["terminate_on_success"] = bool(cfg["terminate_on_success"])
+    if cfg["actions"] not in ("discrete", "continuous"):
+        raise ValueError(f"actions={cfg['actions']!r} is not allowed: it must be 'discrete' or 'continuous'")
+    if task == "drag":
+        reach = cfg["grip_reach"]
+        cfg["grip_reach"] = block / 2 + step if reach is None else _positive("grip_reach", reach)
+    return cfg
+
+
+def _sq_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Squared distance over the last axis, in float32: every success test goes through here."""
+    d = np.asarray(a, dtype=np.float32) - np.asarray(b, dtype=np.float32)
+    return np.einsum("...i,...i->...", d, d)
+
+
+def compute_reward(achieved_goal, desired_goal, info: Any = None, success_distance: float = 0.05) -> np.ndarray:
+    """-1 where the block is farther than ``success_distance`` from the goal, else 0 (float32, any batch dims)."""
+    return (_sq_dist(achieved_goal, desired_goal) > np.float32(success_distance) ** 2).astype(np.float32) - 1.0
+
+
+def _spaces(cfg: dict[str, Any], drag: bool) -> tuple[spaces.Dict, spaces.Space]:
+    s, st = cfg["table_size"], cfg["step_size"]
+    # Push: the gripper moves <= sqrt(2) step and may be pushed back as far again, so 3 steps bound
+    # every velocity component (drag: one step).
+    low = np.array([0, 0, 0, 0, -s, -s] + [-3 * st] * 4 + [0], dtype=np.float32)
+    high = np.array([s] * 6 + [3 * st] * 4 + [1], dtype=np.float32)
+    goal = spaces.Box(0.0, s, shape=(2,), dtype=np.float32)
+    obs = spaces.Dict({"observation": spaces.Box(low, high, dtype=np.float32),
+                       "achieved_goal": goal, "desired_goal": goal})
+    if cfg["actions"] == "discrete":
+        return obs, spaces.Discrete(10 if drag else 8)
+    return obs, spaces.Box(-1.0, 1.0, shape=(3 if drag else 2,), dtype=np.float32)
+
+
+class TableCore:
+    """State and rules of ``num`` copies of one task; the single env is the case ``num == 1``.
+
+    ``buf`` is the observation array itself: ``gripper``, ``block``, ``rel``, ``gripper_vel``,
+    ``block_vel`` and ``grip`` are views into it, so a step updates the observation in place.
+    """
+
+    def __init__(self, num: int, task: str, **kwargs: Any):
+        cfg = self.cfg = check_table_kwargs(task, **kwargs)
+        self.num, self.drag = int(num), task == "drag"
+        self.size = np.float32(cfg["table_size"])
+        self.radius = np.float32(cfg["block_size"] / 2)
+        self.success_distance = float(cfg["success_distance"])
+        self.max_episode_steps = cfg["max_episode_steps"]
+        self.terminate_on_success = cfg["terminate_on_success"]
+        self.discrete = cfg["actions"] == "discrete"
+        step = cfg["step_size"]
+        # Contact means deeper than a float32 rounding error, so a gripper left exactly on the
+        # block's edge does not nudge it on the next step.
+        self._contact2 = np.float32((cfg["block_size"] / 2 - 1e-6 * cfg["table_size"]) ** 2)
+        self._reach2 = np.float32(cfg.get("grip_reach", 0.0) ** 2)
+        self._success2 = np.float32(self.success_distance) ** 2
+        moves = np.vstack([COMPASS, np.zeros((2, 2))]) if self.drag else COMPASS
+        self._moves = (moves * step).astype(np.float32)
+        self._step = np.float32(step)
+        self.buf = np.zeros((self.num, OBS_DIM), dtype=np.float32)
+        b = self.buf
+        self.gripper, self.block, self.rel = b[:, 0:2], b[:, 2:4], b[:, 4:6]
+        self.gripper_vel, self.block_vel, self.grip = b[:, 6:8], b[:, 8:10], b[:, 10]
+        self.goal = np.zeros((self.num, 2), dtype=np.float32)
+        self.holding = np.zeros(self.num, dtype=bool)
+        self.t = np.zeros(self.num, dtype=np.int64)
+
+    # --- reset -------------------------------------------------------------------------------
+    def reset_rows(self, rng: np.random.Generator, rows: np.ndarray) -> None:
+        """Fresh episodes in ``rows``: block and goal apart by more than the success distance,
+        gripper outside the block, grip open, zero velocities."""
+        n, s, r = len(rows), float(self.size), float(self.radius)
+        bg = rng.uniform(r, s - r, size=(n, 4)).astype(np.float32)
+        block, goal = bg[:, :2], bg[:, 2:]
+        bad = _sq_dist(block, goal) <= self._success2
+        while bad.any():  # expected redraws: the goal disk's share of the table
+            goal[bad] = rng.uniform(r, s - r, size=(int(bad.sum()), 2))
+            bad = _sq_dist(block, goal) <= self._success2
+        gripper = rng.uniform(0.0, s, size=(n, 2)).astype(np.float32)
+        bad = _sq_dist(gripper, block) < self.radius ** 2
+        while bad.any():
+            gripper[bad] = rng.uniform(0.0, s, size=(int(bad.sum()), 2))
+            bad = _sq_dist(gripper, block) < self.radius ** 2
+        fresh = np.zeros((n, OBS_DIM), dtype=np.float32)
+        fresh[:, 0:2], fresh[:, 2:4], fresh[:, 4:6] = gripper, block, block - gripper
+        self.buf[rows] = fresh
+        self.goal[rows] = goal
+        self.holding[rows] = False
+        self.t[rows] = 0
+
+    def set_state(self, rows, gripper, block, goal, holding=False) -> None:
+        """Place copies by hand (tests, demos); velocities zero, episode clock restarted."""
+        fresh = np.zeros((len(np.atleast_1d(rows)), OBS_DIM), dtype=np.float32)
+        fresh[:, 0:2], fresh[:, 2:4] = gripper, block
+        fresh[:, 4:6] = fresh[:, 2:4] - fresh[:, 0:2]
+        fresh[:, 10] = holding
+        self.buf[rows] = fresh
+        self.goal[rows] = goal
+        self.holding[rows] = holding
+        self.t[rows] = 0
+
+    # --- step --------------------------------------------------------------------------------
+    def act(self, actions) -> None:
+        """Apply one action per copy (shape ``[num]`` discrete, ``[num, 2 or 3]`` continuous)."""
+        if self.discrete:
+            a = np.asarray(actions).reshape(self.num)
+            if a.dtype.kind not in "iu" or a.min() < 0 or a.max() >= len(self._moves):
+                raise ValueError(f"actions must be integers in [0, {len(self._moves)}), got {actions!r}")
+            move = self._moves[a]
+            if self.drag:
+                self._drag(move, a == GRIP, a == RELEASE)
+            else:
+                self._push(move)
+            return
+        a = np.asarray(actions, dtype=np.float32).reshape(self.num, 3 if self.drag else 2)
+        if not np.isfinite(a).all():
+            raise ValueError(f"actions must be finite, got {actions!r}")
+        move = np.clip(a[:, :2], -1.0, 1.0) * self._step
+        if self.drag:
+            close = a[:, 2] > 0
+            self._drag(move, close, ~close)
+        else:
+            self._push(move)
+
+    def _push(self, move: np.ndarray) -> None:
+        g, b, old = self.gripper, self.block, self.gripper_vel  # old position parked in the velocity slot
+        np.copyto(old, g)
+        g += move
+        np.clip(g, 0.0, self.size, out=g)
+        rel = b - g
+        dist2 = np.einsum("ij,ij->i", rel, rel)
+        self.block_vel.fill(0.0)
+        contact = dist2 < self._contact2
+        if contact.any():
+            self._resolve_contact(np.flatnonzero(contact), rel, dist2)
+        np.subtract(g, old, out=old)
+        np.subtract(b, g, out=self.rel)
+
+    def _resolve_contact(self, rows: np.ndarray, rel: np.ndarray, dist2: np.ndarray) -> None:
+        """Push the touched blocks radially out of the gripper, keep them on the table, and move a
+        gripper that then overlaps its (wall-stopped) block back out to the block's edge."""
+        r, s = self.radius, self.size
+        gc, rc, dc = self.gripper[rows], rel[rows], np.sqrt(dist2[rows])
+        centre = dc == 0
+        if centre.any():  # gripper landed on the centre: push along the gripper's own displacement
+            mv = gc[centre] - self.gripper_vel[rows[centre]]
+            rc[centre], dc[centre] = mv, np.sqrt(np.einsum("ij,ij->i", mv, mv))
+        u = rc / dc[:, None]
+        bn = np.clip(gc + r * u, r, s - r)
+        back = gc - bn
+        back2 = np.einsum("ij,ij->i", back, back)
+        inside = back2 < self._contact2
+        if inside.any():
+            at_centre = back2 == 0  # block stopped exactly under the gripper: back off against the push
+            back[at_centre], back2[at_centre] = -u[at_centre], 1.0
+            out = bn + r * back / np.sqrt(back2)[:, None]
+            gc[inside] = np.clip(out[inside], 0.0, s)
+            self.gripper[rows] = gc
+        self.block_vel[rows] = bn - self.block[rows]
+        self.block[rows] = bn
+
+    def _drag(self, move: np.ndarray, close: np.ndarray, release: np.ndarray) -> None:
+        g, b, old, h = self.gripper, self.block, self.gripper_vel, self.holding
+        in_reach = np.einsum("ij,ij->i", self.rel, self.rel) <= self._reach2  # positions before the move
+        h |= close & in_reach
+        h &= ~release
+        np.copyto(old, g)
+        g += move
+        np.clip(g, 0.0, self.size, out=g)
+        self.block_vel.fill(0.0)
+        if h.any():  # held blocks move with the gripper, by a displacement that keeps both on the table
+            rows = np.flatnonzero(h)
+            bo = b[rows]
+            bn = np.clip(bo + (g[rows] - old[rows]), self.radius, self.size - self.radius)
+            shift = bn - bo
+            g[rows] = np.clip(old[rows] + shift, 0.0, self.size)
+            b[rows], self.block_vel[rows] = bn, shift
+        np.subtract(g, old, out=old)
+        np.subtract(b, g, out=self.rel)
+        np.copyto(self.grip, h)
+
+    def success(self) -> np.ndarray:
+        return _sq_dist(self.block, self.goal) <= self._success2
+
+    def obs(self) -> dict[str, np.ndarray]:
+        return {"observation": self.buf.copy(), "achieved_goal": self.block.copy(), "desired_goal": self.goal.copy()}
+
+    def compute_reward(self, achieved_goal, desired_goal, info=None) -> np.ndarray:
+        return compute_reward(achieved_goal, desired_goal, info, self.success_distance)
+
+    def compute_terminated(self, achieved_goal, desired_goal, info=None) -> np.ndarray:
+        ok = _sq_dist(achieved_goal, desired_goal) <= self._success2
+        return ok & self.terminate_on_success
+
+    # --- render ------------------------------------------------------------------------------
+    def render(self, row: int = 0, pixels: int = 240) -> np.ndarray:
+        """``pixels x pixels x 3`` uint8 top view of one copy (y up): table, goal disk of radius
+        success_distance blended in, block, gripper dot (yellow while holding, else blue)."""
+        centres = (np.arange(pixels) + 0.5) * (float(self.size) / pixels)
+        x, y = centres[None, :], centres[::-1, None]
+        img = np.empty((pixels, pixels, 3), dtype=np.float32)
+        img[:] = (235, 230, 215)
+
+        def disk(centre, radius):
+            return (x - centre[0]) ** 2 + (y - centre[1]) ** 2 <= radius ** 2
+
+        goal = disk(self.goal[row], self.success_distance)
+        img[goal] = 0.5 * img[goal] + 0.5 * np.array((40, 170, 60))
+        img[disk(self.block[row], float(self.radius))] = (200, 60, 50)
+        dot = max(float(self.radius) / 3, 1.5 * float(self.size) / pixels)
+        img[disk(self.gripper[row], dot)] = (240, 180, 0) if self.holding[row] else (40, 60, 200)
+        return img.astype(np.uint8)
+
+
+class TableEnv(gym.Env):
+    """One copy of a table task with the gymnasium goal-env API; subclasses set ``task``."""
+
+    task = "push"
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(self, render_mode: str | None = None, **task_kwargs: Any):
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r} is not allowed: it must be None or 'rgb_array'")
+        self.render_mode = render_mode
+        self.core = TableCore(1, self.task, **task_kwargs)
+        self.max_episode_steps = self.core.max_episode_steps
+        self.observation_space, self.action_space = _spaces(self.core.cfg, self.core.drag)
+        self._row = np.zeros(1, dtype=np.int64)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        return {k: v[0] for k, v in self.core.obs().items()}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.core.reset_rows(self.np_random, self._row)
+        return self._obs(), {"is_success": False}
+
+    def set_state(self, gripper, block, goal, holding: bool = False) -> dict[str, np.ndarray]:
+        """Place gripper, block and goal by hand (after ``reset``); returns the observation."""
+        self.core.set_state(self._row, gripper, block, goal, holding)
+        return self._obs()
+
+    def step(self, action):
+        core = self.core
+        core.act(np.asarray(action)[None])
+        core.t += 1
+        success = bool(core.success()[0])
+        terminated = success and core.terminate_on_success
+        truncated = bool(core.t[0] >= core.max_episode_steps) and not terminated
+        return self._obs(), float(success) - 1.0, terminated, truncated, {"is_success": success}
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        return self.core.compute_reward(achieved_goal, desired_goal, info)
+
+    def compute_terminated(self, achieved_goal, desired_goal, info):
+        return self.core.compute_terminated(achieved_goal, desired_goal, info)
+
+    def render(self):
+        return self.core.render() if self.render_mode == "rgb_array" else None
+
+
+class TableVectorEnv(VectorEnv):
+    """``num_envs`` copies stepped together in a few numpy calls; subclasses set ``task``.
+
+    Autoreset as :class:`~her_rl.envs.bitflip.BitFlipVectorEnv`: gymnasium's NEXT_STEP mode (the
+    step after an episode ends resets that copy, its action ignored, reward 0), or with
+    ``autoreset=False`` copies keep stepping after they end (lock-step HER collection).
+    """
+
+    task = "push"
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(self, num_envs: int, seed: int | None = None, autoreset: bool = True,
+                 render_mode: str | None = None, **task_kwargs: Any):
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r} is not allowed: it must be None or 'rgb_array'")
+        self.render_mode = render_mode
+        self.num_envs = int(num_envs)
+        self.autoreset = autoreset
+        self.core = TableCore(self.num_envs, self.task, **task_kwargs)
+        self.max_episode_steps = self.core.max_episode_steps
+        self.single_observation_space, self.single_action_space = _spaces(self.core.cfg, self.core.drag)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._np_random, _ = gym.utils.seeding.np_random(seed)
+        self._needs_reset = np.zeros(self.num_envs, dtype=bool)
+        self._rows = np.arange(self.num_envs)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._np_random, _ = gym.utils.seeding.np_random(seed)
+        self.core.reset_rows(self._np_random, self._rows)
+        self._needs_reset = np.zeros(self.num_envs, dtype=bool)
+        return self.core.obs(), {"is_success": np.zeros(self.num_envs, dtype=bool)}
+
+    def set_state(self, rows, gripper, block, goal, holding=False) -> dict[str, np.ndarray]:
+        """Place copies ``rows`` by hand (after ``reset``); returns the observation of all copies."""
+        self.core.set_state(rows, gripper, block, goal, holding)
+        self._needs_reset[rows] = False
+        return self.core.obs()
+
+    def step(self, actions):
+        core, resetting = self.core, self._needs_reset
+        core.act(actions)  # copies being reset step too; their state is overwritten just below
+        core.t += 1
+        reset_any = resetting.any()
+        if reset_any:
+            core.reset_rows(self._np_random, np.flatnonzero(resetting))
+        success = core.success()  # False in freshly reset copies: the block never starts at the goal
+        reward = success.astype(np.float32)
+        reward -= 1.0
+        if reset_any:
+            reward[resetting] = 0.0
+        if core.terminate_on_success:
+            terminated = success.copy()
+            truncated = (core.t >= core.max_episode_steps) & ~success
+        else:
+            terminated = np.zeros(self.num_envs, dtype=bool)
+            truncated = core.t >= core.max_episode_steps
+        if self.autoreset:
+            self._needs_reset = terminated | truncated
+        return core.obs(), reward, terminated, truncated, {"is_success": success}
+
+    def compute_reward(self, achieved_goal, desired_goal, info=None):
+        return self.core.compute_reward(achieved_goal, desired_goal, info)
+
+    def compute_terminated(self, achieved_goal, desired_goal, info=None):
+        return self.core.compute_terminated(achieved_goal, desired_goal, info)
+
+    def render(self):
+        """The first copy's image (``render_mode='rgb_array'``), else None."""
+        return self.core.render(0) if self.render_mode == "rgb_array" else None
