@@ -6,6 +6,11 @@ import pytest
 from her_rl.envs.bitflip import compute_reward
 from her_rl.rl.her import STRATEGIES, HindsightMemory
 
+
+def reached(achieved_goal, desired_goal, info=None):
+    """Bit-flip's termination rule: the episode ends when the goal is reached."""
+    return compute_reward(achieved_goal, desired_goal) == 0.0
+
 T, N_BITS, EPISODES = 12, 40, 30
 
 
@@ -13,7 +18,7 @@ def _filled_memory(strategy: str, k: int = 4, seed: int = 0) -> HindsightMemory:
     """Episodes of random, variable length whose achieved goals are all distinct (40 random bits)."""
     rng = np.random.default_rng(seed)
     mem = HindsightMemory(64, T, N_BITS, N_BITS, compute_reward, strategy=strategy, k=k, seed=seed,
-                          obs_dtype=np.int8, goal_dtype=np.int8)
+                          compute_terminated=reached, obs_dtype=np.int8, goal_dtype=np.int8)
     obs = rng.integers(0, 2, size=(EPISODES, T + 1, N_BITS), dtype=np.int8)
     mem.remember(obs=obs, achieved_goal=obs, desired_goal=rng.integers(0, 2, size=(EPISODES, N_BITS), dtype=np.int8),
                  action=rng.integers(0, N_BITS, size=(EPISODES, T)), length=rng.integers(1, T + 1, size=EPISODES))
@@ -96,7 +101,8 @@ def test_sampled_steps_lie_inside_each_episode():
 def test_len_counts_transitions_and_state_round_trips():
     mem = _filled_memory("future")
     assert len(mem) == int(mem.episodes.data["length"][:EPISODES].sum())
-    copy = HindsightMemory(64, T, N_BITS, N_BITS, compute_reward, obs_dtype=np.int8, goal_dtype=np.int8)
+    copy = HindsightMemory(64, T, N_BITS, N_BITS, compute_reward, compute_terminated=reached,
+                           obs_dtype=np.int8, goal_dtype=np.int8)
     copy.load_state_dict(mem.state_dict())
     a, b = mem.sample(64), copy.sample(64)
     for key in a:
@@ -110,3 +116,56 @@ def test_bad_strategy_and_lengths_are_rejected():
     with pytest.raises(ValueError, match="lengths"):
         mem.remember(obs=np.zeros((1, 4, 2)), achieved_goal=np.zeros((1, 4, 2)), desired_goal=np.zeros((1, 2)),
                      action=np.zeros((1, 3), dtype=np.int64), length=np.array([4]))
+
+
+def test_transitions_are_drawn_uniformly_over_episodes_of_unequal_length():
+    """An episode of length 10 holds 10x the transitions of one of length 1: it must be drawn 10x as often,
+    and every step of every episode equally often (the paper's and SB3's uniform transition sampling)."""
+    mem = HindsightMemory(8, 10, 1, 1, compute_reward, strategy="none")
+    lengths = np.array([1, 10, 4, 10, 2])
+    B = len(lengths)
+    obs = np.arange(B * 11, dtype=np.float32).reshape(B, 11, 1)  # every (episode, step) has its own value
+    mem.remember(obs=obs, achieved_goal=obs, desired_goal=np.zeros((B, 1)), action=np.zeros((B, 10), dtype=np.int64),
+                 length=lengths)
+    assert len(mem) == lengths.sum()
+    draws = 200_000
+    batch = mem.sample(draws, np.random.default_rng(0))
+    ep, t = np.divmod(batch["obs"][:, 0].astype(np.int64), 11)
+    assert np.all(t < lengths[ep])  # never a step past an episode's end
+    counts = np.zeros((B, 10))
+    np.add.at(counts, (ep, t), 1)
+    expected = draws / lengths.sum()
+    valid = np.arange(10)[None, :] < lengths[:, None]
+    assert np.all(np.abs(counts[valid] - expected) < 0.06 * expected), counts
+    per_episode = counts.sum(1) / draws
+    np.testing.assert_allclose(per_episode, lengths / lengths.sum(), atol=0.01)
+
+
+def test_random_strategy_draws_goals_uniformly_over_all_stored_steps():
+    mem = HindsightMemory(8, 10, 1, 1, compute_reward, strategy="random", k=10**6)
+    lengths = np.array([1, 10, 3])
+    obs = np.arange(33, dtype=np.float32).reshape(3, 11, 1)
+    mem.remember(obs=obs, achieved_goal=obs, desired_goal=np.zeros((3, 1)), action=np.zeros((3, 10), dtype=np.int64),
+                 length=lengths)
+    g_ep, g_idx = mem.goal_indices(np.zeros(140_000, dtype=np.int64), np.zeros(140_000, dtype=np.int64),
+                                   np.random.default_rng(1))
+    assert np.all((g_idx >= 1) & (g_idx <= lengths[g_ep]))
+    share = np.bincount(g_ep, minlength=3) / len(g_ep)
+    np.testing.assert_allclose(share, lengths / lengths.sum(), atol=0.01)
+
+
+def test_termination_follows_the_env_rule_not_the_reward():
+    """Push-like envs never end on success: a relabelled goal reached gives reward 0 but no termination."""
+    mem = HindsightMemory(8, 5, 2, 2, lambda ag, g, info: -(np.linalg.norm(ag - g, axis=-1) > 0.05).astype(np.float32),
+                          strategy="final", k=10**6, compute_terminated=None)
+    rng = np.random.default_rng(0)
+    obs = rng.random((4, 6, 2)).astype(np.float32)
+    mem.remember(obs=obs, achieved_goal=obs, desired_goal=np.full((4, 2), 9.0), action=np.zeros((4, 5), dtype=np.int64),
+                 length=np.full(4, 5))
+    batch = mem.sample(2000, rng)
+    assert (batch["reward"] == 0).mean() > 0.1 and not batch["terminated"].any()
+    terminal = HindsightMemory(8, 5, 2, 2, mem.compute_reward, strategy="final", k=10**6,
+                               compute_terminated=lambda ag, g, info: mem.compute_reward(ag, g, info) == 0)
+    terminal.load_state_dict(mem.state_dict())
+    batch = terminal.sample(2000, rng)
+    np.testing.assert_array_equal(batch["terminated"], batch["reward"] == 0)

@@ -18,8 +18,8 @@ def _agent(**kwargs):
 
 def test_collected_episodes_stop_at_success_and_are_consistent():
     agent = _agent(episodes_per_cycle=32)
-    episodes, success = agent.collect()
-    length = episodes["length"]
+    episodes = agent.collect()
+    length, success = episodes["length"], episodes["success"]
     assert ((length >= 1) & (length <= 6)).all()
     last_ag = episodes["achieved_goal"][np.arange(32), length]
     reached = compute_reward(last_ag, episodes["desired_goal"]) == 0
@@ -36,8 +36,7 @@ def test_agent_api_reads_like_the_original():
     obs, _ = agent.envs.reset(seed=0)
     actions = agent.act(obs, explore=False)
     assert actions.shape == (16,) and actions.dtype.kind == "i"
-    episodes, _ = agent.collect()
-    agent.remember(episodes)
+    agent.remember(agent.collect())
     relabelled = agent.hindsight(0)
     np.testing.assert_array_equal(relabelled["reward"], compute_reward(relabelled["next_obs"], relabelled["goal"]))
     metrics = agent.learn()

@@ -3,21 +3,25 @@
 ``HindsightMemory`` stores whole episodes (one item of a :class:`ReplayBuffer` is an episode) and
 relabels goals at sample time, vectorised over the batch: with probability ``k / (k + 1)`` a
 transition's goal is replaced by an achieved goal chosen by the strategy, and its reward and
-termination are recomputed with the env's ``compute_reward``. Sampling at a ratio of k relabelled
-to 1 original is the same distribution as the paper's "store k extra copies per transition",
-without the k-fold memory. Any off-policy learner can draw from it.
+termination are recomputed with the env's ``compute_reward`` and ``compute_terminated``. Sampling
+at a ratio of k relabelled to 1 original is the same distribution as the paper's "store k extra
+copies per transition", without the k-fold memory. Any off-policy learner can draw from it.
+
+Transitions are drawn uniformly over all stored steps, as in the paper and Stable-Baselines3: an
+episode is picked with probability proportional to its length, so the steps of short (successful)
+episodes are not over-sampled.
 
 Strategies (paper, section 4.5):
     future   an achieved goal from a later step of the same episode (t+1 ... end)
     final    the episode's last achieved goal
     episode  an achieved goal from any step of the same episode
-    random   an achieved goal from any stored episode
+    random   an achieved goal drawn uniformly from all stored steps
     none     no relabelling (plain experience replay: the baseline)
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -28,70 +32,93 @@ STRATEGIES = ("future", "final", "episode", "random", "none")
 RewardFn = Callable[[np.ndarray, np.ndarray, object], np.ndarray]
 
 
+def _shape(dim: int | Sequence[int]) -> tuple[int, ...]:
+    return (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
+
+
 class HindsightMemory:
     """Episode-indexed replay memory with hindsight goal relabelling at sample time.
 
     Episodes have at most ``horizon`` steps; ``obs`` and ``achieved_goal`` hold ``horizon + 1``
     entries per episode (index t is before action t). ``length`` is the number of real steps,
     so episodes that ended early (on success) are stored without padding steps being sampled.
-    A transition is terminal when its (relabelled) reward equals ``terminal_reward`` (bit-flip
-    terminates on success: reward 0); pass ``None`` for envs that never terminate.
+
+    Shapes and dtypes come from the env's spaces (bits as int8, positions as float32, discrete
+    actions as int64 scalars, continuous ones as float vectors). A transition is terminal when the
+    env's own rule says so: ``compute_terminated(next_achieved_goal, goal, None)`` (the gymnasium-
+    robotics GoalEnv API; bit-flip ends on success, push and Fetch never end early); ``None`` means
+    the env never terminates.
     """
 
     def __init__(
         self,
         capacity_episodes: int,
         horizon: int,
-        obs_dim: int,
-        goal_dim: int,
+        obs_shape: int | Sequence[int],
+        goal_shape: int | Sequence[int],
         compute_reward: RewardFn,
         strategy: str = "future",
         k: int = 4,
-        terminal_reward: float | None = 0.0,
+        compute_terminated: RewardFn | None = None,
         obs_dtype=np.float32,
         goal_dtype=np.float32,
+        action_shape: Sequence[int] = (),
+        action_dtype=np.int64,
         seed: int | None = None,
     ):
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown HER strategy '{strategy}'; valid choices: {', '.join(STRATEGIES)}")
-        if k < 0:
-            raise ValueError(f"HER k must be >= 0, got {k}")
+        if isinstance(k, bool) or int(k) != k or k < 0:
+            raise ValueError(f"HER k must be an integer >= 0, got {k!r}")
         self.horizon, self.strategy, self.k = int(horizon), strategy, int(k)
-        self.compute_reward, self.terminal_reward = compute_reward, terminal_reward
+        self.compute_reward, self.compute_terminated = compute_reward, compute_terminated
         self.relabel_prob = 0.0 if strategy == "none" else self.k / (self.k + 1.0)
         T = self.horizon
+        goal_shape = _shape(goal_shape)
         self.episodes = ReplayBuffer(
             capacity_episodes,
             {
-                "obs": ((T + 1, obs_dim), obs_dtype),
-                "achieved_goal": ((T + 1, goal_dim), goal_dtype),
-                "desired_goal": ((goal_dim,), goal_dtype),
-                "action": ((T,), np.int64),
+                "obs": ((T + 1, *_shape(obs_shape)), obs_dtype),
+                "achieved_goal": ((T + 1, *goal_shape), goal_dtype),
+                "desired_goal": (goal_shape, goal_dtype),
+                "action": ((T, *_shape(action_shape)), action_dtype),
                 "length": ((), np.int64),
             },
         )
         self.rng = np.random.default_rng(seed)
+        self._cum_length: np.ndarray | None = None  # cumulative lengths of stored episodes (cached)
 
     # -- storing ---------------------------------------------------------------------------
     def remember(self, obs, achieved_goal, desired_goal, action, length) -> None:
-        """Store a batch of B episodes: obs [B, T+1, d], achieved_goal [B, T+1, g], desired_goal [B, g],
-        action [B, T], length [B] (steps actually taken; later entries are ignored)."""
+        """Store a batch of B episodes: obs [B, T+1, ...], achieved_goal [B, T+1, ...], desired_goal
+        [B, ...], action [B, T, ...], length [B] (steps actually taken; later entries are ignored)."""
         length = np.asarray(length)
         if length.min(initial=1) < 1 or length.max(initial=1) > self.horizon:
             raise ValueError(f"episode lengths must lie in [1, {self.horizon}]")
         self.episodes.add(obs=obs, achieved_goal=achieved_goal, desired_goal=desired_goal, action=action, length=length)
+        self._cum_length = None
 
     def __len__(self) -> int:
         """Number of stored transitions."""
-        n = len(self.episodes)
-        return int(self.episodes.data["length"][:n].sum()) if n else 0
+        return int(self._cumulative()[-1]) if len(self.episodes) else 0
+
+    def _cumulative(self) -> np.ndarray:
+        if self._cum_length is None:
+            self._cum_length = np.cumsum(self.episodes.data["length"][: len(self.episodes)])
+        return self._cum_length
+
+    def sample_steps(self, batch_size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """(episode, step) pairs drawn uniformly over all stored transitions."""
+        cum = self._cumulative()
+        u = rng.integers(0, cum[-1], size=batch_size)
+        ep = np.searchsorted(cum, u, side="right")
+        return ep, u - (cum[ep] - self.episodes.data["length"][ep])
 
     # -- relabelling -----------------------------------------------------------------------
     def goal_indices(self, ep: np.ndarray, t: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """For transitions (episode ep, step t), the (episode, index) of the achieved goal the
         strategy picks. Index i refers to ``achieved_goal[:, i]``, the goal achieved after i steps."""
-        lengths = self.episodes.data["length"]
-        L = lengths[ep]
+        L = self.episodes.data["length"][ep]
         u = rng.random(len(ep))
         if self.strategy == "future":  # uniform over t+1 .. L: achieved at or after this transition's outcome
             return ep, t + 1 + (u * (L - t)).astype(np.int64)
@@ -99,19 +126,20 @@ class HindsightMemory:
             return ep, L
         if self.strategy == "episode":  # uniform over 1 .. L
             return ep, 1 + (u * L).astype(np.int64)
-        if self.strategy == "random":
-            other = rng.integers(0, len(self.episodes), size=len(ep))
-            return other, 1 + (u * lengths[other]).astype(np.int64)
+        if self.strategy == "random":  # uniform over every goal achieved by a stored step
+            other, other_t = self.sample_steps(len(ep), rng)
+            return other, other_t + 1
         return ep, t + 1  # "none": unused
 
     def _transitions(self, ep, t, goal) -> dict[str, np.ndarray]:
         d = self.episodes.data
         next_ag = d["achieved_goal"][ep, t + 1]
-        reward = np.asarray(self.compute_reward(next_ag, goal, None), dtype=np.float32)
-        if self.terminal_reward is None:
+        reward = np.asarray(self.compute_reward(next_ag, goal, None), dtype=np.float32).reshape(len(ep))
+        if self.compute_terminated is None:
             terminated = np.zeros(len(ep), dtype=bool)
-        else:
-            terminated = reward == self.terminal_reward
+        else:  # Fetch-style envs return a scalar False: broadcast it
+            terminated = np.broadcast_to(np.asarray(self.compute_terminated(next_ag, goal, None), dtype=bool),
+                                         (len(ep),)).copy()
         return {
             "obs": d["obs"][ep, t],
             "goal": goal,
@@ -122,14 +150,13 @@ class HindsightMemory:
         }
 
     def sample(self, batch_size: int, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
-        """A batch of transitions, each relabelled with probability k/(k+1): keys obs, goal, action,
-        reward, next_obs, terminated (reward and terminated always match the returned goal)."""
+        """A batch of transitions drawn uniformly, each relabelled with probability k/(k+1): keys obs,
+        goal, action, reward, next_obs, terminated (reward and terminated always match the goal)."""
         if len(self.episodes) == 0:
             raise RuntimeError("cannot sample from an empty memory")
         rng = self.rng if rng is None else rng
-        ep = rng.integers(0, len(self.episodes), size=batch_size)
-        t = (rng.random(batch_size) * self.episodes.data["length"][ep]).astype(np.int64)
-        goal = self.episodes.data["desired_goal"][ep].copy()
+        ep, t = self.sample_steps(batch_size, rng)
+        goal = self.episodes.data["desired_goal"][ep]  # fancy indexing: already a copy
         relabel = rng.random(batch_size) < self.relabel_prob
         if relabel.any():
             g_ep, g_idx = self.goal_indices(ep[relabel], t[relabel], rng)
@@ -145,7 +172,7 @@ class HindsightMemory:
         k = 0 if self.strategy == "none" else self.k
         t = np.repeat(np.arange(L), k + 1)
         ep = np.full(len(t), episode_index, dtype=np.int64)
-        goal = self.episodes.data["desired_goal"][ep].copy()
+        goal = self.episodes.data["desired_goal"][ep]
         relabel = np.tile(np.arange(k + 1) > 0, L)
         if relabel.any():
             g_ep, g_idx = self.goal_indices(ep[relabel], t[relabel], rng)
@@ -161,3 +188,4 @@ class HindsightMemory:
     def load_state_dict(self, state: dict) -> None:
         self.episodes.load_state_dict(state["episodes"])
         self.rng.bit_generator.state = state["rng"]
+        self._cum_length = None
