@@ -3,9 +3,10 @@
 Rules (all in :mod:`her_rl.envs.table`): a gripper step that would end inside the block pushes the
 block radially out of it; a block stopped by a wall pushes the gripper back out to its edge, so the
 gripper never ends inside the block. Actions: ``Discrete(8)`` compass moves of ``step_size``, or
-``Box(-1, 1, (2,))`` scaled by ``step_size``. Reward -1 until the block's centre is within
-``success_distance`` of the goal, then 0; episodes run ``max_episode_steps`` steps (ending early
-only with ``terminate_on_success=True``).
+``Box(-1, 1, (2,))`` scaled by ``step_size`` (a diagonal longer than one step is shortened to one
+step, as the discrete diagonals are, so that the gripper cannot pass the block). Reward -1 until
+the block's centre is within ``success_distance`` of the goal, then 0; episodes run
+``max_episode_steps`` steps (ending early only with ``terminate_on_success=True``).
 
 ``gymnasium.make('her_rl/Push-v0')`` builds :class:`PushEnv`;
 ``gymnasium.make_vec('her_rl/Push-v0', num_envs=256)`` builds the batched :class:`PushVectorEnv`.

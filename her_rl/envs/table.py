@@ -91,13 +91,13 @@ def _sq_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def compute_reward(achieved_goal, desired_goal, info: Any = None, success_distance: float = 0.05) -> np.ndarray:
     """-1 where the block is farther than ``success_distance`` from the goal, else 0 (float32, any batch dims)."""
-    return (_sq_dist(achieved_goal, desired_goal) > np.float32(success_distance) ** 2).astype(np.float32) - 1.0
+    return (_sq_dist(achieved_goal, desired_goal) <= np.float32(success_distance) ** 2).astype(np.float32) - 1.0
 
 
 def _spaces(cfg: dict[str, Any], drag: bool) -> tuple[spaces.Dict, spaces.Space]:
     s, st = cfg["table_size"], cfg["step_size"]
-    # Push: the gripper moves <= sqrt(2) step and may be pushed back as far again, so 3 steps bound
-    # every velocity component (drag: one step).
+    # A move is at most one step long; a push can set the gripper back by as much again, so 3 steps
+    # bound every velocity component with room for rounding (the block moves at most one step).
     low = np.array([0, 0, 0, 0, -s, -s] + [-3 * st] * 4 + [0], dtype=np.float32)
     high = np.array([s] * 6 + [3 * st] * 4 + [1], dtype=np.float32)
     goal = spaces.Box(0.0, s, shape=(2,), dtype=np.float32)
@@ -192,6 +192,10 @@ class TableCore:
         if not np.isfinite(a).all():
             raise ValueError(f"actions must be finite, got {actions!r}")
         move = np.clip(a[:, :2], -1.0, 1.0) * self._step
+        length2 = np.einsum("ij,ij->i", move, move)
+        long = length2 > self._step ** 2
+        if long.any():  # diagonals: at most step_size long, as the discrete moves, so never past the block
+            move[long] *= self._step / np.sqrt(length2[long])[:, None]
         if self.drag:
             close = a[:, 2] > 0
             self._drag(move, close, ~close)
