@@ -83,15 +83,17 @@ def check_table_kwargs(task: str = "push", **kwargs: Any) -> dict[str, Any]:
     return cfg
 
 
-def _sq_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Squared distance over the last axis, in float32: every success test goes through here."""
-    d = np.asarray(a, dtype=np.float32) - np.asarray(b, dtype=np.float32)
-    return np.einsum("...i,...i->...", d, d)
+def _sq_len(v: np.ndarray) -> np.ndarray:
+    """Squared length of ``[2, ...]`` vectors (x, y on the first axis). Every distance test goes
+    through here (no fused multiply-add), so the env's reward and a reward recomputed from
+    observations agree to the bit."""
+    return v[0] * v[0] + v[1] * v[1]
 
 
 def compute_reward(achieved_goal, desired_goal, info: Any = None, success_distance: float = 0.05) -> np.ndarray:
     """-1 where the block is farther than ``success_distance`` from the goal, else 0 (float32, any batch dims)."""
-    return (_sq_dist(achieved_goal, desired_goal) <= np.float32(success_distance) ** 2).astype(np.float32) - 1.0
+    d = np.asarray(achieved_goal, dtype=np.float32) - np.asarray(desired_goal, dtype=np.float32)
+    return (_sq_len(np.moveaxis(d, -1, 0)) <= np.float32(success_distance) ** 2).astype(np.float32) - 1.0
 
 
 def _spaces(cfg: dict[str, Any], drag: bool) -> tuple[spaces.Dict, spaces.Space]:
@@ -111,8 +113,10 @@ def _spaces(cfg: dict[str, Any], drag: bool) -> tuple[spaces.Dict, spaces.Space]
 class TableCore:
     """State and rules of ``num`` copies of one task; the single env is the case ``num == 1``.
 
-    ``buf`` is the observation array itself: ``gripper``, ``block``, ``rel``, ``gripper_vel``,
-    ``block_vel`` and ``grip`` are views into it, so a step updates the observation in place.
+    The state is field-major, ``[11, num]`` float32 in the observation's order: ``gripper``,
+    ``block``, ``rel``, ``gripper_vel`` and ``block_vel`` are ``[2, num]`` views into it and
+    ``grip`` is ``[num]``; ``goal`` is ``[2, num]``. Each field is contiguous, which makes the
+    per-step array calls several times cheaper than on ``[num, 2]`` columns of one buffer.
     """
 
     def __init__(self, num: int, task: str, **kwargs: Any):
@@ -124,54 +128,57 @@ class TableCore:
         self.max_episode_steps = cfg["max_episode_steps"]
         self.terminate_on_success = cfg["terminate_on_success"]
         self.discrete = cfg["actions"] == "discrete"
-        step = cfg["step_size"]
         # Contact means deeper than a float32 rounding error, so a gripper left exactly on the
         # block's edge does not nudge it on the next step.
         self._contact2 = np.float32((cfg["block_size"] / 2 - 1e-6 * cfg["table_size"]) ** 2)
-        self._reach2 = np.float32(cfg.get("grip_reach", 0.0) ** 2)
+        self._reach2 = np.float32(cfg.get("grip_reach", 0.0)) ** 2
         self._success2 = np.float32(self.success_distance) ** 2
         moves = np.vstack([COMPASS, np.zeros((2, 2))]) if self.drag else COMPASS
-        self._moves = (moves * step).astype(np.float32)
-        self._step = np.float32(step)
-        self.buf = np.zeros((self.num, OBS_DIM), dtype=np.float32)
-        b = self.buf
-        self.gripper, self.block, self.rel = b[:, 0:2], b[:, 2:4], b[:, 4:6]
-        self.gripper_vel, self.block_vel, self.grip = b[:, 6:8], b[:, 8:10], b[:, 10]
-        self.goal = np.zeros((self.num, 2), dtype=np.float32)
+        self._moves = np.ascontiguousarray((moves * cfg["step_size"]).T, dtype=np.float32)  # [2, n actions]
+        self._step = np.float32(cfg["step_size"])
+        self.state = np.zeros((OBS_DIM, self.num), dtype=np.float32)
+        st = self.state
+        self.gripper, self.block, self.rel = st[0:2], st[2:4], st[4:6]
+        self.gripper_vel, self.block_vel, self.grip = st[6:8], st[8:10], st[10]
+        self.goal = np.zeros((2, self.num), dtype=np.float32)
         self.holding = np.zeros(self.num, dtype=bool)
         self.t = np.zeros(self.num, dtype=np.int64)
 
     # --- reset -------------------------------------------------------------------------------
     def reset_rows(self, rng: np.random.Generator, rows: np.ndarray) -> None:
-        """Fresh episodes in ``rows``: block and goal apart by more than the success distance,
-        gripper outside the block, grip open, zero velocities."""
+        """Fresh episodes in copies ``rows``: block and goal apart by more than the success
+        distance, gripper outside the block, grip open, zero velocities."""
         n, s, r = len(rows), float(self.size), float(self.radius)
-        bg = rng.uniform(r, s - r, size=(n, 4)).astype(np.float32)
-        block, goal = bg[:, :2], bg[:, 2:]
-        bad = _sq_dist(block, goal) <= self._success2
+        fresh = np.zeros((OBS_DIM, n), dtype=np.float32)
+        block, goal = fresh[2:4], rng.uniform(r, s - r, size=(2, n)).astype(np.float32)
+        block[:] = rng.uniform(r, s - r, size=(2, n))
+        bad = _sq_len(block - goal) <= self._success2
         while bad.any():  # expected redraws: the goal disk's share of the table
-            goal[bad] = rng.uniform(r, s - r, size=(int(bad.sum()), 2))
-            bad = _sq_dist(block, goal) <= self._success2
-        gripper = rng.uniform(0.0, s, size=(n, 2)).astype(np.float32)
-        bad = _sq_dist(gripper, block) < self.radius ** 2
+            goal[:, bad] = rng.uniform(r, s - r, size=(2, int(bad.sum())))
+            bad = _sq_len(block - goal) <= self._success2
+        gripper = fresh[0:2]
+        gripper[:] = rng.uniform(0.0, s, size=(2, n))
+        bad = _sq_len(gripper - block) < self.radius ** 2
         while bad.any():
-            gripper[bad] = rng.uniform(0.0, s, size=(int(bad.sum()), 2))
-            bad = _sq_dist(gripper, block) < self.radius ** 2
-        fresh = np.zeros((n, OBS_DIM), dtype=np.float32)
-        fresh[:, 0:2], fresh[:, 2:4], fresh[:, 4:6] = gripper, block, block - gripper
-        self.buf[rows] = fresh
-        self.goal[rows] = goal
+            gripper[:, bad] = rng.uniform(0.0, s, size=(2, int(bad.sum())))
+            bad = _sq_len(gripper - block) < self.radius ** 2
+        fresh[4:6] = block - gripper
+        self.state[:, rows] = fresh
+        self.goal[:, rows] = goal
         self.holding[rows] = False
         self.t[rows] = 0
 
     def set_state(self, rows, gripper, block, goal, holding=False) -> None:
-        """Place copies by hand (tests, demos); velocities zero, episode clock restarted."""
-        fresh = np.zeros((len(np.atleast_1d(rows)), OBS_DIM), dtype=np.float32)
-        fresh[:, 0:2], fresh[:, 2:4] = gripper, block
-        fresh[:, 4:6] = fresh[:, 2:4] - fresh[:, 0:2]
-        fresh[:, 10] = holding
-        self.buf[rows] = fresh
-        self.goal[rows] = goal
+        """Place copies by hand (tests, demos; positions ``[n, 2]`` or ``[2]``); velocities zero,
+        episode clock restarted."""
+        rows = np.atleast_1d(rows)
+        fresh = np.zeros((OBS_DIM, len(rows)), dtype=np.float32)
+        fresh[0:2] = np.asarray(gripper, dtype=np.float32).reshape(-1, 2).T
+        fresh[2:4] = np.asarray(block, dtype=np.float32).reshape(-1, 2).T
+        fresh[4:6] = fresh[2:4] - fresh[0:2]
+        fresh[10] = holding
+        self.state[:, rows] = fresh
+        self.goal[:, rows] = np.asarray(goal, dtype=np.float32).reshape(-1, 2).T
         self.holding[rows] = holding
         self.t[rows] = 0
 
@@ -180,97 +187,99 @@ class TableCore:
         """Apply one action per copy (shape ``[num]`` discrete, ``[num, 2 or 3]`` continuous)."""
         if self.discrete:
             a = np.asarray(actions).reshape(self.num)
-            if a.dtype.kind not in "iu" or a.min() < 0 or a.max() >= len(self._moves):
-                raise ValueError(f"actions must be integers in [0, {len(self._moves)}), got {actions!r}")
-            move = self._moves[a]
+            if a.dtype.kind not in "iu" or a.min() < 0 or a.max() >= self._moves.shape[1]:
+                raise ValueError(f"actions must be integers in [0, {self._moves.shape[1]}), got {actions!r}")
+            move = np.take(self._moves, a, axis=1)
             if self.drag:
                 self._drag(move, a == GRIP, a == RELEASE)
             else:
                 self._push(move)
             return
-        a = np.asarray(actions, dtype=np.float32).reshape(self.num, 3 if self.drag else 2)
+        a = np.asarray(actions, dtype=np.float32).reshape(self.num, 3 if self.drag else 2).T
         if not np.isfinite(a).all():
             raise ValueError(f"actions must be finite, got {actions!r}")
-        move = np.clip(a[:, :2], -1.0, 1.0) * self._step
-        length2 = np.einsum("ij,ij->i", move, move)
+        move = np.clip(a[:2], -1.0, 1.0) * self._step
+        length2 = _sq_len(move)
         long = length2 > self._step ** 2
         if long.any():  # diagonals: at most step_size long, as the discrete moves, so never past the block
-            move[long] *= self._step / np.sqrt(length2[long])[:, None]
+            move[:, long] *= self._step / np.sqrt(length2[long])
         if self.drag:
-            close = a[:, 2] > 0
+            close = a[2] > 0
             self._drag(move, close, ~close)
         else:
             self._push(move)
 
-    def _push(self, move: np.ndarray) -> None:
-        g, b, old = self.gripper, self.block, self.gripper_vel  # old position parked in the velocity slot
-        np.copyto(old, g)
+    def _move_gripper(self, move: np.ndarray) -> None:
+        g = self.gripper
+        np.copyto(self.gripper_vel, g)  # the old position waits in the velocity slot
         g += move
-        np.clip(g, 0.0, self.size, out=g)
-        rel = b - g
-        dist2 = np.einsum("ij,ij->i", rel, rel)
+        np.minimum(g, self.size, out=g)
+        np.maximum(g, 0.0, out=g)
         self.block_vel.fill(0.0)
+
+    def _push(self, move: np.ndarray) -> None:
+        self._move_gripper(move)
+        rel = self.block - self.gripper
+        dist2 = _sq_len(rel)
         contact = dist2 < self._contact2
         if contact.any():
             self._resolve_contact(np.flatnonzero(contact), rel, dist2)
-        np.subtract(g, old, out=old)
-        np.subtract(b, g, out=self.rel)
+        np.subtract(self.gripper, self.gripper_vel, out=self.gripper_vel)
+        np.subtract(self.block, self.gripper, out=self.rel)
 
     def _resolve_contact(self, rows: np.ndarray, rel: np.ndarray, dist2: np.ndarray) -> None:
         """Push the touched blocks radially out of the gripper, keep them on the table, and move a
         gripper that then overlaps its (wall-stopped) block back out to the block's edge."""
         r, s = self.radius, self.size
-        gc, rc, dc = self.gripper[rows], rel[rows], np.sqrt(dist2[rows])
+        gc, rc, dc = self.gripper[:, rows], rel[:, rows], np.sqrt(dist2[rows])
         centre = dc == 0
         if centre.any():  # gripper landed on the centre: push along the gripper's own displacement
-            mv = gc[centre] - self.gripper_vel[rows[centre]]
-            rc[centre], dc[centre] = mv, np.sqrt(np.einsum("ij,ij->i", mv, mv))
-        u = rc / dc[:, None]
+            mv = gc[:, centre] - self.gripper_vel[:, rows[centre]]
+            rc[:, centre], dc[centre] = mv, np.sqrt(_sq_len(mv))
+        u = rc / dc
         bn = np.clip(gc + r * u, r, s - r)
         back = gc - bn
-        back2 = np.einsum("ij,ij->i", back, back)
+        back2 = _sq_len(back)
         inside = back2 < self._contact2
         if inside.any():
             at_centre = back2 == 0  # block stopped exactly under the gripper: back off against the push
-            back[at_centre], back2[at_centre] = -u[at_centre], 1.0
-            out = bn + r * back / np.sqrt(back2)[:, None]
-            gc[inside] = np.clip(out[inside], 0.0, s)
-            self.gripper[rows] = gc
-        self.block_vel[rows] = bn - self.block[rows]
-        self.block[rows] = bn
+            back[:, at_centre], back2[at_centre] = -u[:, at_centre], 1.0
+            out = bn + r * back / np.sqrt(back2)
+            gc[:, inside] = np.clip(out[:, inside], 0.0, s)
+            self.gripper[:, rows] = gc
+        self.block_vel[:, rows] = bn - self.block[:, rows]
+        self.block[:, rows] = bn
 
     def _drag(self, move: np.ndarray, close: np.ndarray, release: np.ndarray) -> None:
-        g, b, old, h = self.gripper, self.block, self.gripper_vel, self.holding
-        in_reach = np.einsum("ij,ij->i", self.rel, self.rel) <= self._reach2  # positions before the move
-        h |= close & in_reach
+        h = self.holding
+        h |= close & (_sq_len(self.rel) <= self._reach2)  # positions before the move
         h &= ~release
-        np.copyto(old, g)
-        g += move
-        np.clip(g, 0.0, self.size, out=g)
-        self.block_vel.fill(0.0)
+        self._move_gripper(move)
         if h.any():  # held blocks move with the gripper, by a displacement that keeps both on the table
             rows = np.flatnonzero(h)
-            bo = b[rows]
-            bn = np.clip(bo + (g[rows] - old[rows]), self.radius, self.size - self.radius)
+            g, b, old = self.gripper, self.block, self.gripper_vel
+            bo = b[:, rows]
+            bn = np.clip(bo + (g[:, rows] - old[:, rows]), self.radius, self.size - self.radius)
             shift = bn - bo
-            g[rows] = np.clip(old[rows] + shift, 0.0, self.size)
-            b[rows], self.block_vel[rows] = bn, shift
-        np.subtract(g, old, out=old)
-        np.subtract(b, g, out=self.rel)
+            g[:, rows] = np.clip(old[:, rows] + shift, 0.0, self.size)
+            b[:, rows], self.block_vel[:, rows] = bn, shift
+        np.subtract(self.gripper, self.gripper_vel, out=self.gripper_vel)
+        np.subtract(self.block, self.gripper, out=self.rel)
         np.copyto(self.grip, h)
 
     def success(self) -> np.ndarray:
-        return _sq_dist(self.block, self.goal) <= self._success2
+        return _sq_len(self.block - self.goal) <= self._success2
 
     def obs(self) -> dict[str, np.ndarray]:
-        return {"observation": self.buf.copy(), "achieved_goal": self.block.copy(), "desired_goal": self.goal.copy()}
+        """Fresh ``[num, ...]`` arrays (callers may keep them)."""
+        return {"observation": self.state.T.copy(), "achieved_goal": self.block.T.copy(),
+                "desired_goal": self.goal.T.copy()}
 
     def compute_reward(self, achieved_goal, desired_goal, info=None) -> np.ndarray:
         return compute_reward(achieved_goal, desired_goal, info, self.success_distance)
 
     def compute_terminated(self, achieved_goal, desired_goal, info=None) -> np.ndarray:
-        ok = _sq_dist(achieved_goal, desired_goal) <= self._success2
-        return ok & self.terminate_on_success
+        return (self.compute_reward(achieved_goal, desired_goal) == 0) & self.terminate_on_success
 
     # --- render ------------------------------------------------------------------------------
     def render(self, row: int = 0, pixels: int = 240) -> np.ndarray:
@@ -284,16 +293,21 @@ class TableCore:
         def disk(centre, radius):
             return (x - centre[0]) ** 2 + (y - centre[1]) ** 2 <= radius ** 2
 
-        goal = disk(self.goal[row], self.success_distance)
+        goal = disk(self.goal[:, row], self.success_distance)
         img[goal] = 0.5 * img[goal] + 0.5 * np.array((40, 170, 60))
-        img[disk(self.block[row], float(self.radius))] = (200, 60, 50)
+        img[disk(self.block[:, row], float(self.radius))] = (200, 60, 50)
         dot = max(float(self.radius) / 3, 1.5 * float(self.size) / pixels)
-        img[disk(self.gripper[row], dot)] = (240, 180, 0) if self.holding[row] else (40, 60, 200)
+        img[disk(self.gripper[:, row], dot)] = (240, 180, 0) if self.holding[row] else (40, 60, 200)
         return img.astype(np.uint8)
 
 
 class TableEnv(gym.Env):
-    """One copy of a table task with the gymnasium goal-env API; subclasses set ``task``."""
+    """One copy of a table task with the gymnasium goal-env API; subclasses set ``task``.
+
+    It truncates itself after ``max_episode_steps``. ``gymnasium.make(id, max_episode_steps=k)``
+    does not reach it: gymnasium takes ``k`` for a TimeLimit wrapper, which ends episodes at k
+    steps only when k is the smaller limit.
+    """
 
     task = "push"
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
