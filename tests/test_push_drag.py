@@ -162,6 +162,23 @@ def test_drag_into_a_wall_moves_gripper_and_block_together_and_continuous_grip()
     assert obs["observation"][10] == 0.0 and obs["observation"][2] == pytest.approx(1 - R, abs=1e-6)
 
 
+@pytest.mark.parametrize("actions", ["discrete", "continuous"])
+def test_drag_block_moves_only_while_held_and_exactly_with_the_gripper(actions):
+    envs = DragVectorEnv(64, seed=2, actions=actions)
+    obs, _ = envs.reset(seed=2)
+    rng = np.random.default_rng(1)
+    held_moves = 0
+    for _ in range(300):
+        obs, *_ = envs.step(scripted(obs, rng, True, actions, noise=0.3))
+        o = obs["observation"]
+        moved = np.any(o[:, 8:10] != 0, axis=1)
+        assert np.all(o[moved, 10] == 1.0)  # never by contact
+        np.testing.assert_allclose(o[moved, 8:10], o[moved, 6:8], atol=1e-6)  # same displacement
+        assert o[:, 2:4].min() >= R - 1e-7 and o[:, 2:4].max() <= 1 - R + 1e-7
+        held_moves += int(moved.sum())
+    assert held_moves > 5000
+
+
 @pytest.mark.parametrize("cls", [PushVectorEnv, DragVectorEnv])
 def test_reward_and_is_success_agree_with_compute_reward(cls):
     n = 32
@@ -242,6 +259,10 @@ def test_reset_never_starts_at_the_goal_or_inside_the_block():
         obs, *_ = envs.step(np.zeros(2048, int))
         obs, *_ = envs.step(np.zeros(2048, int))  # the autoreset step
     assert np.unique(obs["desired_goal"], axis=0).shape[0] == 2048
+    first, again = envs.reset(seed=5)[0], envs.reset(seed=5)[0]  # reset(seed=...) reseeds
+    for key in first:
+        np.testing.assert_array_equal(first[key], again[key])
+    assert not np.array_equal(first["desired_goal"], envs.reset(seed=6)[0]["desired_goal"])
 
 
 @pytest.mark.parametrize("task, actions", [("push", "discrete"), ("push", "continuous"),
