@@ -197,7 +197,8 @@ def test_reward_and_is_success_agree_with_compute_reward(cls):
         np.testing.assert_array_equal(reward, compute_reward(obs["achieved_goal"], obs["desired_goal"], None, 0.05))
         np.testing.assert_array_equal(reward, envs.compute_reward(obs["achieved_goal"], obs["desired_goal"], None))
         np.testing.assert_array_equal(info["is_success"], reward == 0)
-        assert not terminated.any() and not envs.compute_terminated(obs["achieved_goal"], obs["desired_goal"], None).any()
+        assert not terminated.any()
+        assert not envs.compute_terminated(obs["achieved_goal"], obs["desired_goal"], None).any()
         successes += int(info["is_success"].sum())
     assert 0 < successes < 12 * n
     batch = np.stack([obs["achieved_goal"], dg])  # leading batch dims [2, n]

@@ -4,8 +4,9 @@ Rules (all in :mod:`her_rl.envs.table`): the gripper passes over the block (cont
 it). A grip command closes on the block only if the gripper is within ``grip_reach`` of its centre
 (default: block radius + ``step_size``); while held, the block moves with the gripper, by a
 displacement clipped so that both stay on the table. Actions: ``Discrete(10)`` (8 compass moves,
-8 = grip, 9 = release; grip and release do not move), or ``Box(-1, 1, (3,))``: dx, dy as in push and ``a[2] > 0`` to hold (each step; ``<= 0`` releases). The observation's last entry
-is 1 while holding. Reward and episode length as in push.
+8 = grip, 9 = release; grip and release do not move), or ``Box(-1, 1, (3,))``: dx, dy as in push
+and ``a[2] > 0`` to hold (each step; ``<= 0`` releases). The observation's last entry is 1 while
+holding. Reward and episode length as in push.
 
 ``gymnasium.make('her_rl/Drag-v0')`` builds :class:`DragEnv`;
 ``gymnasium.make_vec('her_rl/Drag-v0', num_envs=256)`` builds the batched :class:`DragVectorEnv`.

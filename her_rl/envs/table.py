@@ -73,7 +73,8 @@ def check_table_kwargs(task: str = "push", **kwargs: Any) -> dict[str, Any]:
         raise ValueError(f"max_episode_steps={steps!r} is not allowed: it must be an integer >= 1")
     cfg["max_episode_steps"] = int(steps)
     if not isinstance(cfg["terminate_on_success"], (bool, np.bool_)):
-        raise ValueError(f"terminate_on_success={cfg['terminate_on_success']!r} is not allowed: it must be true or false")
+        raise ValueError(f"terminate_on_success={cfg['terminate_on_success']!r} is not allowed: "
+                         "it must be true or false")
     cfg["terminate_on_success"] = bool(cfg["terminate_on_success"])
     if cfg["actions"] not in ("discrete", "continuous"):
         raise ValueError(f"actions={cfg['actions']!r} is not allowed: it must be 'discrete' or 'continuous'")
