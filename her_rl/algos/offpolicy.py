@@ -49,14 +49,15 @@ def _unwrapped_env(envs: gym.vector.VectorEnv) -> Any:
 
 
 def episode_horizon(envs: gym.vector.VectorEnv, env_cfg: dict[str, Any]) -> int | None:
-    """The env's time limit: its own ``max_episode_steps``, else the registered TimeLimit."""
-    for source in (envs, _unwrapped_env(envs)):
-        steps = getattr(source, "max_episode_steps", None)
-        if steps:
-            return int(steps)
-    kwargs = env_cfg.get("kwargs") or {}
-    if kwargs.get("max_episode_steps"):
-        return int(kwargs["max_episode_steps"])
+    """The env's time limit: the shortest of its own ``max_episode_steps`` and a TimeLimit wrapper's
+    (``gymnasium.make`` turns a ``max_episode_steps`` kwarg into the wrapper), else the registered one."""
+    limits = [getattr(envs, "max_episode_steps", None)]
+    sub = getattr(envs, "envs", None)
+    if sub:
+        limits += [getattr(sub[0].unwrapped, "max_episode_steps", None), getattr(sub[0].spec, "max_episode_steps", None)]
+    limits = [int(x) for x in limits if x]
+    if limits:
+        return min(limits)
     spec = gym.spec(env_cfg["id"]) if env_cfg.get("id") in gym.registry else None
     return int(spec.max_episode_steps) if spec is not None and spec.max_episode_steps else None
 
