@@ -24,7 +24,7 @@ from gymnasium.vector.utils import batch_space
 
 DEFAULTS: dict[str, Any] = {
     "table_size": 1.0, "block_size": 0.1, "step_size": 0.05, "success_distance": None,
-    "max_episode_steps": 50, "terminate_on_success": False, "actions": "discrete",
+    "max_episode_steps": 50, "terminate_on_success": False, "actions": "discrete", "gripper_range": None,
 }
 DRAG_DEFAULTS: dict[str, Any] = {**DEFAULTS, "grip_reach": None}
 OBS_DIM = 11  # gripper xy, block xy, block - gripper xy, gripper velocity xy, block velocity xy, grip
@@ -78,6 +78,11 @@ def check_table_kwargs(task: str = "push", **kwargs: Any) -> dict[str, Any]:
     cfg["terminate_on_success"] = bool(cfg["terminate_on_success"])
     if cfg["actions"] not in ("discrete", "continuous"):
         raise ValueError(f"actions={cfg['actions']!r} is not allowed: it must be 'discrete' or 'continuous'")
+    if cfg["gripper_range"] is not None:
+        reach = cfg["gripper_range"] = _positive("gripper_range", cfg["gripper_range"])
+        if reach <= block / 2:
+            raise ValueError(f"gripper_range={reach!r} is not allowed: it must be > block_size / 2 ({block / 2!r}) "
+                             "or null (anywhere on the table)")
     if task == "drag":
         reach = cfg["grip_reach"]
         cfg["grip_reach"] = block / 2 + step if reach is None else _positive("grip_reach", reach)
@@ -158,10 +163,15 @@ class TableCore:
             goal[:, bad] = rng.uniform(r, s - r, size=(2, int(bad.sum())))
             bad = _sq_len(block - goal) <= self._success2
         gripper = fresh[0:2]
-        gripper[:] = rng.uniform(0.0, s, size=(2, n))
+        # Anywhere on the table, or (gripper_range, as Fetch places the object near the gripper)
+        # in the square of that half-width around the block, cut to the table.
+        reach = self.cfg["gripper_range"]
+        low = np.zeros_like(block) if reach is None else np.maximum(block - reach, 0.0)
+        high = np.full_like(block, s) if reach is None else np.minimum(block + reach, s)
+        gripper[:] = rng.uniform(low, high)
         bad = _sq_len(gripper - block) < self.radius ** 2
         while bad.any():
-            gripper[:, bad] = rng.uniform(0.0, s, size=(2, int(bad.sum())))
+            gripper[:, bad] = rng.uniform(low[:, bad], high[:, bad])
             bad = _sq_len(gripper - block) < self.radius ** 2
         fresh[4:6] = block - gripper
         self.state[:, rows] = fresh
