@@ -25,6 +25,7 @@ from gymnasium.vector.utils import batch_space
 DEFAULTS: dict[str, Any] = {
     "table_size": 1.0, "block_size": 0.1, "step_size": 0.05, "success_distance": None,
     "max_episode_steps": 50, "terminate_on_success": False, "actions": "discrete", "gripper_range": None,
+    "goal_range": None,
 }
 DRAG_DEFAULTS: dict[str, Any] = {**DEFAULTS, "grip_reach": None}
 OBS_DIM = 11  # gripper xy, block xy, block - gripper xy, gripper velocity xy, block velocity xy, grip
@@ -82,6 +83,11 @@ def check_table_kwargs(task: str = "push", **kwargs: Any) -> dict[str, Any]:
         reach = cfg["gripper_range"] = _positive("gripper_range", cfg["gripper_range"])
         if reach <= block / 2:
             raise ValueError(f"gripper_range={reach!r} is not allowed: it must be > block_size / 2 ({block / 2!r}) "
+                             "or null (anywhere on the table)")
+    if cfg["goal_range"] is not None:
+        far = cfg["goal_range"] = _positive("goal_range", cfg["goal_range"])
+        if far <= sd:
+            raise ValueError(f"goal_range={far!r} is not allowed: it must be > success_distance ({sd!r}) "
                              "or null (anywhere on the table)")
     if task == "drag":
         reach = cfg["grip_reach"]
@@ -156,11 +162,17 @@ class TableCore:
         distance, gripper outside the block, grip open, zero velocities."""
         n, s, r = len(rows), float(self.size), float(self.radius)
         fresh = np.zeros((OBS_DIM, n), dtype=np.float32)
-        block, goal = fresh[2:4], rng.uniform(r, s - r, size=(2, n)).astype(np.float32)
+        block = fresh[2:4]
         block[:] = rng.uniform(r, s - r, size=(2, n))
+        # The goal anywhere on the table, or (goal_range, as Fetch's target_range) in the square of
+        # that half-width around the block, cut to where the block fits.
+        far = self.cfg["goal_range"]
+        low = np.full_like(block, r) if far is None else np.maximum(block - far, r)
+        high = np.full_like(block, s - r) if far is None else np.minimum(block + far, s - r)
+        goal = rng.uniform(low, high).astype(np.float32)
         bad = _sq_len(block - goal) <= self._success2
-        while bad.any():  # expected redraws: the goal disk's share of the table
-            goal[:, bad] = rng.uniform(r, s - r, size=(2, int(bad.sum())))
+        while bad.any():  # expected redraws: the goal disk's share of the region
+            goal[:, bad] = rng.uniform(low[:, bad], high[:, bad])
             bad = _sq_len(block - goal) <= self._success2
         gripper = fresh[0:2]
         # Anywhere on the table, or (gripper_range, as Fetch places the object near the gripper)
