@@ -270,7 +270,8 @@ def test_reset_never_starts_at_the_goal_or_inside_the_block():
                                            ("drag", "discrete"), ("drag", "continuous")])
 def test_batched_env_agrees_with_single_envs_through_autoresets(task, actions):
     vec_cls, single_cls = (PushVectorEnv, PushEnv) if task == "push" else (DragVectorEnv, DragEnv)
-    n, kwargs = 12, {"max_episode_steps": 30, "actions": actions, "success_distance": 0.2, "terminate_on_success": True}
+    n, kwargs = 12, {"max_episode_steps": 30, "actions": actions, "success_distance": 0.2, "terminate_on_success": True,
+                     "gripper_range": None, "goal_range": None}  # far goals: some episodes are truncated
     envs = vec_cls(n, seed=3, **kwargs)
     singles = [single_cls(**kwargs) for _ in range(n)]
     obs, _ = envs.reset(seed=3)
@@ -347,3 +348,22 @@ def test_render_draws_table_goal_block_and_gripper():
     venv = PushVectorEnv(3, render_mode="rgb_array")
     venv.reset(seed=0)
     assert venv.render().shape == (240, 240, 3)
+
+
+@pytest.mark.parametrize("task", ["push", "drag"])
+def test_start_ranges_place_gripper_and_goal_near_the_block_as_in_fetch(task):
+    cls = PushVectorEnv if task == "push" else DragVectorEnv
+    obs, _ = cls(4000, seed=0).reset()
+    o = obs["observation"]
+    gripper, block, goal = o[:, 0:2], o[:, 2:4], obs["desired_goal"]
+    assert np.abs(gripper - block).max() <= 0.15 + 1e-6 and np.abs(goal - block).max() <= 0.15 + 1e-6
+    assert np.linalg.norm(gripper - block, axis=1).min() >= 0.05 - 1e-6  # never inside the block
+    assert np.linalg.norm(goal - block, axis=1).min() > 0.05  # never at the goal
+    assert np.abs(goal - block).max() > 0.14  # the whole square is used
+    obs, _ = cls(4000, seed=0, gripper_range=None, goal_range=None).reset()
+    o = obs["observation"]
+    assert np.abs(o[:, 0:2] - o[:, 2:4]).max() > 0.5 and np.abs(obs["desired_goal"] - o[:, 2:4]).max() > 0.5
+    with pytest.raises(ValueError, match="goal_range"):
+        cls(2, goal_range=0.04)
+    with pytest.raises(ValueError, match="gripper_range"):
+        cls(2, gripper_range=0.01)
