@@ -2,51 +2,124 @@
 
 A checkpoint is written to a temporary file in the same directory, flushed to disk and renamed
 over the old one, so a crash (even SIGKILL) leaves either the previous or the new checkpoint,
-never a torn file. Loading uses ``torch.load(weights_only=True)``: only tensors and plain
-containers are unpickled, so a checkpoint from elsewhere cannot run code.
+never a torn file; temporary files a killed save left behind are removed by the next save.
+Loading uses ``torch.load(weights_only=True)``: only tensors and plain containers are unpickled,
+so a checkpoint from elsewhere cannot run code. A file that cannot be loaded that way (empty,
+truncated, foreign, or holding other objects) is a :class:`CheckpointError` of one line.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from her_rl.registry import ConfigError
 
-def save(obj: dict[str, Any], path: str | os.PathLike) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+KEYS = ("agent", "runner", "rng", "config")
+"""What a her-rl checkpoint dict holds."""
+
+
+class CheckpointError(ConfigError):
+    """A checkpoint file that cannot be used, named with the reason (one line)."""
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """Delete ``<name>.*.tmp`` files that killed saves left beside ``path``. Safe only while this
+    process is the folder's one writer (the runner holds the run folder's lock)."""
+    removed = []
+    for tmp in path.parent.glob(path.name + ".*.tmp"):
+        tmp.unlink(missing_ok=True)
+        removed.append(tmp)
+    return removed
+
+
+def _write_atomic(path: Path, write) -> None:
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)  # the rename itself survives a power cut
+
+
+def save(obj: dict[str, Any], path: str | os.PathLike) -> Path:
+    """Write ``obj`` atomically. On OSError (full disk, unwritable folder) the previous file is
+    untouched and no temporary file is left; the error propagates."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path)
+    _write_atomic(path, lambda f: torch.save(obj, f))
     return path
 
 
+def _why_unloadable(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    found = re.search(r"GLOBAL ([\w.]+)", text)
+    if found:
+        # never repeat torch's advice to load with weights_only=False: that would run the file's code
+        return (f"it refers to {found.group(1)}; only tensors and plain containers are loaded, since "
+                "unpickling other objects could run code")
+    return "not a readable torch file (truncated, corrupt, or not written by torch.save)"
+
+
 def load(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Load a her-rl checkpoint safely, or raise a CheckpointError naming the file and why."""
     path = Path(path)
+    if path.is_dir() and (path / "checkpoint.pt").is_file():
+        path = path / "checkpoint.pt"  # a run folder stands for its checkpoint
+    if not path.exists():
+        raise CheckpointError(f"cannot load checkpoint {path}: no such file")
     if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    return torch.load(path, map_location=map_location, weights_only=True)
+        raise CheckpointError(f"cannot load checkpoint {path}: not a file")
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"cannot load checkpoint {path}: the file is empty (an interrupted save or a full disk)")
+    try:
+        with warnings.catch_warnings():  # torch warns about pickle protocols of foreign files
+            warnings.simplefilter("ignore")
+            obj = torch.load(path, map_location=map_location, weights_only=True)
+    except OSError as exc:
+        raise CheckpointError(f"cannot load checkpoint {path}: {exc.strerror or exc}") from None
+    except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError, ... for bad files
+        raise CheckpointError(f"cannot load checkpoint {path}: {_why_unloadable(exc)}") from None
+    if not isinstance(obj, dict) or not all(k in obj for k in KEYS):
+        found = sorted(map(str, obj))[:8] if isinstance(obj, dict) else type(obj).__name__
+        raise CheckpointError(f"cannot load checkpoint {path}: not a her-rl checkpoint (expected a dict with "
+                              f"{', '.join(KEYS)}; found {found})")
+    if not isinstance(obj["config"], dict) or not isinstance(obj["runner"], dict):
+        raise CheckpointError(f"cannot load checkpoint {path}: not a her-rl checkpoint (config/runner are not dicts)")
+    return obj
 
 
 def write_atomic_text(path: str | os.PathLike, text: str) -> None:
-    """Replace a small text file (results.json, config) atomically."""
+    """Replace a small text file (results.json, config) atomically, through a unique temp file."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    _write_atomic(path, lambda f: f.write(text.encode()))
 
 
 def rng_state() -> dict[str, Any]:

@@ -1,42 +1,200 @@
-"""``her-run``: the Hydra entry point. Checks names and values first, then calls ``runner.run``."""
+"""``her-run``: the Hydra entry point.
+
+Before Hydra runs (and creates a run folder), the command is composed and checked here: group
+names, Hydra's own override and key errors, every value, the env's spaces, the run folder. A
+problem is one line ``her-run: error: ...`` and exit status 2, with nothing created or written.
+``load=`` evaluates without Hydra's run machinery, so no run folder is made for it. Inside the
+Hydra job, a refused run removes the (empty) folder Hydra made for it.
+"""
 
 from __future__ import annotations
 
+import re
 import sys
+from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf, open_dict
 
-from her_rl.registry import ConfigError, algo_info, env_info
+from her_rl import rundir
+from her_rl.config import one_line
+from her_rl.registry import ConfigError, algo_info, check_env_name
+
+# Flags after which Hydra does something other than run jobs (help, printing the config, ...).
+_RUN_FLAGS = ("-m", "--multirun")
+_MULTIRUN_CHECKS = 64  # at most this many sweep variants are composed and checked up front
+
+rundir.register_resolvers()  # ${run_suffix:} in hydra.run.dir, also in launcher worker processes
+
+
+def _fail(message: object, code: int = 2) -> None:
+    print(f"her-run: error: {one_line(message)}", file=sys.stderr, flush=True)
+    sys.exit(code)
 
 
 def _check_group_names(argv: list[str]) -> None:
     """Reject unknown algo/env names with one line listing the choices, before Hydra composes."""
     for arg in argv:
-        for group, check in (("algo", algo_info), ("env", env_info)):
+        for group, check in (("algo", algo_info), ("env", check_env_name)):
             if arg.startswith(f"{group}="):
                 for name in arg.split("=", 1)[1].split(","):
                     check(name.strip())
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="config")
-def _hydra_main(cfg: DictConfig) -> None:
-    from her_rl.runner import run
+def _malformed(overrides: list[str]) -> str | None:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for override in overrides:
+        try:
+            parser.parse_overrides([override])
+        except Exception:
+            return override
+    return None
+
+
+def hydra_message(exc: BaseException, overrides: list[str]) -> str:
+    """One line for an error Hydra or OmegaConf raised while composing the config."""
+    from hydra.errors import MissingConfigException, OverrideParseException
+
+    text = str(exc)
+    if isinstance(exc, OverrideParseException):
+        bad = _malformed(overrides)
+        return (f"malformed override {bad!r}: " if bad else "malformed override: ") + one_line(text.splitlines()[0]) \
+            + " (override grammar: https://hydra.cc/docs/advanced/override_grammar/basic)"
+    found = re.match(r"Could not override '([^']+)'", text)
+    if found:
+        key, cause = found.group(1), str(exc.__cause__ or "")
+        if "not in struct" in cause or "not in '" in cause:
+            return f"unknown config key '{key}' (her-run --cfg job lists the keys; +{key}=VALUE adds a new one)"
+        return f"cannot set '{key}': {one_line(cause.splitlines()[0] if cause else text)}"
+    if isinstance(exc, MissingConfigException):
+        lines = [line.strip() for line in text.split("Config search path")[0].splitlines() if line.strip()]
+        head, options = lines[0], [line for line in lines[1:] if not line.startswith("Available")]
+        return head + (f"; available: {', '.join(options)}" if options else "")
+    return one_line(text.split("Config search path")[0])
+
+
+def _compose(overrides: list[str]) -> DictConfig:
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+
+
+def _task_config(cfg: DictConfig) -> DictConfig:
+    task = cfg.copy()
+    with open_dict(task):
+        del task["hydra"]
+    return task
+
+
+def _explicit_run_dir(cfg: DictConfig) -> Path | None:
+    """hydra.run.dir when the command gave it (the default names a new, unique folder)."""
+    if any(o.split("=", 1)[0].lstrip("+") == "hydra.run.dir" for o in cfg.hydra.overrides.hydra):
+        return Path(str(OmegaConf.select(cfg, "hydra.run.dir")))
+    return None
+
+
+def _sweep_variants(overrides: list[str]) -> list[list[str]]:
+    """Each value of each swept key once (other sweeps at their first value): every value a sweep
+    would use is checked without composing the whole product."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    choices = []
+    for o in parsed:
+        if o.is_sweep_override():
+            try:
+                choices.append([f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()])
+            except Exception:  # interval sweeps of optimiser plugins: left to the plugin
+                choices.append([])
+        else:
+            choices.append([o.input_line])
+    first = [c[0] for c in choices if c]
+    variants = [first]
+    for i, values in enumerate(choices):
+        for value in values[1:]:
+            variant = [c[0] for c in choices[:i] if c] + [value] + [c[0] for c in choices[i + 1:] if c]
+            variants.append(variant)
+    return variants[:_MULTIRUN_CHECKS]
+
+
+def _preflight(argv: list[str]) -> tuple[DictConfig, list[str], Path | None] | None:
+    """Compose and check the command as Hydra will run it. Returns what ``load=`` needs to be
+    evaluated here, or None to go on with Hydra."""
+    from her_rl.config import validate
+    from her_rl.runner import CHECKPOINT, plan_run
+
+    overrides = [a for a in argv if not a.startswith("-")]
+    if len(overrides) != len(argv) and not set(argv) - set(overrides) <= set(_RUN_FLAGS):
+        return None  # --help, --cfg, ...: Hydra's business
+    if set(argv) & set(_RUN_FLAGS):
+        for variant in _sweep_variants(overrides):
+            cfg = _compose(variant)
+            if not _task_config(cfg).get("load"):
+                validate(_task_config(cfg))
+        return None
+    cfg = _compose(overrides)
+    task, task_overrides, out = _task_config(cfg), list(cfg.hydra.overrides.task), _explicit_run_dir(cfg)
+    if task.get("load"):
+        return task, task_overrides, out
+    if task.get("resume") is True and out is None:
+        raise ConfigError("resume=true needs the folder of the run to continue: add hydra.run.dir=<run folder>")
+    if out is not None and task.get("resume") in (True, "auto") and (out / CHECKPOINT).exists():
+        return None  # checked inside the job against the saved config (the folder exists already)
+    plan = plan_run(task, out, task_overrides)  # out None: a new default folder, nothing to read there
+    if plan.lock is not None:
+        plan.lock.release()
+    return None
+
+
+def _run_load(task: DictConfig, overrides: list[str], out: Path | None) -> None:
+    from her_rl.runner import OutputError, evaluate_checkpoint
 
     try:
-        run(cfg)
+        evaluate_checkpoint(task, out, overrides)
     except ConfigError as exc:
-        print(f"her-run: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        _fail(exc)
+    except OutputError as exc:
+        _fail(exc, exc.exit_code)
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+def _hydra_main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    from her_rl.guard import NonFiniteError
+    from her_rl.runner import OutputError, run
+
+    hc = HydraConfig.get()
+    out = Path(hc.runtime.output_dir)
+    try:
+        run(cfg, out_dir=out, overrides=list(hc.overrides.task))
+    except ConfigError as exc:
+        rundir.remove_if_empty(out)  # the folder Hydra made for this refused run
+        _fail(exc)
+    except (NonFiniteError, OutputError) as exc:
+        _fail(exc, exc.exit_code)
 
 
 def main() -> None:
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    argv = sys.argv[1:]
+    overrides = [a for a in argv if not a.startswith("-")]
     try:
-        _check_group_names(sys.argv[1:])
+        _check_group_names(overrides)
+        load = _preflight(argv)
     except ConfigError as exc:
-        print(f"her-run: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        _fail(exc)
+    except (HydraException, OmegaConfBaseException) as exc:
+        _fail(hydra_message(exc, overrides))
+    if load is not None:
+        _run_load(*load)
+        return
     _hydra_main()
 
 
-__all__ = ["main"]
+__all__ = ["main", "hydra_message"]

@@ -1,62 +1,84 @@
-"""Checks on a composed config, run before anything is built or trained.
+"""Checks on a composed config, run before anything is built, trained or written.
 
-Every problem becomes a :class:`ConfigError` with one line that says what is wrong and what is
-accepted; the CLI prints it and exits with status 2 instead of a traceback.
+``validate`` resolves the config, checks every value against its group's rules
+(``her_rl.schema``), builds one env to read its spaces (``probe_env``) and checks that the
+algorithm fits them (``her_rl.registry.check_pairing``). Every problem becomes a
+:class:`ConfigError` with one line that says what is wrong and what is accepted; the CLI prints it
+and exits with status 2 instead of a traceback.
 """
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from her_rl.registry import ConfigError, check_pairing
+from her_rl import schema
+from her_rl.registry import ConfigError, EnvSpaces, check_pairing
 
-DEVICES = ("cpu", "cuda", "auto")
-
-
-def _int(value: Any, key: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ConfigError(f"{key} must be an integer >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ConfigError(f"{key} must be >= {minimum}, got {value}")
-    return int(value)
+GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 
 
-def _positive(value: Any, key: str, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
-        raise ConfigError(f"{key} must be a positive number, got {value!r}")
+def one_line(text: Any) -> str:
+    return " ".join(str(text).split())
 
 
-def validate(cfg: DictConfig) -> None:
-    """Raise ConfigError on the first invalid value; names and pairings go through the registry."""
-    for key in ("algo", "env"):
-        if not isinstance(cfg.get(key), DictConfig) or "name" not in cfg[key]:
-            raise ConfigError(f"config group '{key}' is missing; pick one with {key}=NAME")
-    check_pairing(cfg.algo.name, cfg.env.name)
+def resolved(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
+    """The config as plain containers with every interpolation resolved."""
+    if isinstance(cfg, dict):
+        return cfg
+    try:
+        return OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"cannot resolve the config: {one_line(exc)}") from None
 
-    _int(cfg.n, "n (number of bits)", 1)
-    _int(cfg.size, "size", 1)
-    _int(cfg.seed, "seed", 0)
-    _int(cfg.threads, "threads", 1)
-    if cfg.device not in DEVICES:
-        raise ConfigError(f"device must be one of {', '.join(DEVICES)}, got {cfg.device!r}")
-    _int(cfg.budget.env_steps, "budget.env_steps", 1)
-    _positive(cfg.budget.wall_time_s, "budget.wall_time_s", allow_none=True)
-    _int(cfg.eval.episodes, "eval.episodes", 1)
-    _int(cfg.eval.every_iterations, "eval.every_iterations", 1)
-    threshold = cfg.eval.success_threshold
-    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not 0 < threshold <= 1:
-        raise ConfigError(f"eval.success_threshold must lie in (0, 1], got {threshold!r}")
-    if cfg.checkpoint.every_s is None or cfg.checkpoint.every_s < 0:
-        raise ConfigError(f"checkpoint.every_s must be >= 0, got {cfg.checkpoint.every_s!r}")
 
-    algo = OmegaConf.to_container(cfg.algo, resolve=True)
-    for key, value in algo.items():
-        if (key in ("lr", "learning_rate") or key.endswith("_lr")) and not isinstance(value, bool):
-            _positive(value, f"algo.{key} (learning rate)")
-        if key in ("batch_size", "minibatch_size", "num_envs", "n_steps", "epochs"):
-            _int(value, f"algo.{key}", 1)
+def probe_env(env: dict[str, Any]) -> EnvSpaces:
+    """Build one env of the ``env`` group, read its spaces, close it.
+
+    This is how goal-ness is known: a Dict observation with observation/achieved_goal/desired_goal
+    and a ``compute_reward`` on the unwrapped env, whatever the env's name.
+    """
+    import gymnasium as gym
+    from gymnasium import spaces
+
+    import her_rl.envs  # noqa: F401  (registers her_rl/* ids)
+
+    env_id, kwargs = env["id"], dict(env.get("kwargs") or {})
+    # Only registered ids: gymnasium would import a module named in "module:Env-v0" ids.
+    if env_id not in gym.registry:
+        raise ConfigError(f"unknown gymnasium env id '{env_id}' (check env.id; e.g. CartPole-v1, Acrobot-v1)")
+    try:
+        made = gym.make(env_id, disable_env_checker=True, **kwargs)
+    except gym.error.DependencyNotInstalled as exc:
+        raise ConfigError(f"env.id '{env_id}' needs packages that are not installed: {one_line(exc)}") from None
+    except (TypeError, ValueError) as exc:
+        why = one_line(exc).split(" was raised from the environment creator")[0]  # gymnasium repeats the kwargs
+        raise ConfigError(f"env.kwargs={kwargs} rejected by '{env_id}': {why}") from None
+    except Exception as exc:  # gymnasium and third-party envs raise many types
+        raise ConfigError(f"cannot make env '{env_id}' with env.kwargs={kwargs}: {one_line(exc)}") from None
+    try:
+        obs, act = made.observation_space, made.action_space
+        goal = (isinstance(obs, spaces.Dict) and all(k in obs.spaces for k in GOAL_KEYS)
+                and callable(getattr(made.unwrapped, "compute_reward", None)))
+    finally:
+        made.close()
+    return EnvSpaces(observation_space=obs, action_space=act, goal_env=bool(goal))
+
+
+def check_device(name: str) -> None:
+    import torch
+
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device=cuda but no CUDA device is available; use device=cpu or device=auto")
+
+
+def validate(cfg: DictConfig | dict[str, Any]) -> EnvSpaces:
+    """Raise ConfigError on the first invalid value; return the env's probed spaces."""
+    data = resolved(cfg)
+    schema.check(data)
+    check_device(data["device"])
+    env_spaces = probe_env(data["env"])
+    check_pairing(data["algo"]["name"], data["env"]["name"], data["env"]["id"], env_spaces)
+    return env_spaces

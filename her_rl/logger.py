@@ -1,7 +1,9 @@
 """Run logging: TensorBoard scalars under CleanRL-style tags, and a live progress bar.
 
-On resume the writer is opened with ``purge_step`` = the checkpoint's step, so TensorBoard drops
-anything a killed run logged after its last checkpoint: no step is lost or shown twice.
+Whenever the folder already holds events, the writer is opened with ``purge_step`` = the first
+step this run will log (the checkpoint's step + 1 on resume, 0 for a fresh start in a folder whose
+earlier run never reached a checkpoint), so TensorBoard drops anything logged after the state this
+run continues from: no step is lost or shown twice.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from tqdm import tqdm
 
 class RunLogger:
     def __init__(self, out_dir: Path, total_steps: int, start_step: int = 0, progress: bool = True, desc: str = ""):
-        self.writer = SummaryWriter(log_dir=str(Path(out_dir) / "tb"), purge_step=start_step if start_step > 0 else None)
+        log_dir = Path(out_dir) / "tb"
+        purge = start_step if log_dir.exists() else None  # nothing to purge in a new folder
+        self.writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge)
         self.bar = tqdm(
             total=total_steps, initial=start_step, desc=desc, unit="step", unit_scale=True,
             disable=not progress, file=sys.stderr, dynamic_ncols=True, smoothing=0.1,

@@ -1,14 +1,19 @@
-"""Names -> builders for algorithms and environments.
+"""Names -> builders for algorithms, the env group names, and which algorithm fits which env.
 
 A config names things only through this registry: ``algo._target_`` must be one of the
 registered algorithm classes, so a command-line override cannot import or run arbitrary code.
+Whether an env is goal-conditioned and which actions it takes is not kept here: it is read from
+the env's own spaces (``her_rl.config.probe_env``) and checked with :func:`check_pairing`.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
 from typing import Any
+
+from gymnasium import spaces
 
 
 class ConfigError(ValueError):
@@ -25,9 +30,13 @@ class AlgoInfo:
 
 
 @dataclass(frozen=True)
-class EnvInfo:
+class EnvSpaces:
+    """What one built env looks like, as far as pairing it with an algorithm goes."""
+
+    observation_space: spaces.Space
+    action_space: spaces.Space
     goal_env: bool
-    """Dict observations with observation/achieved_goal/desired_goal and compute_reward."""
+    """Dict observation with observation/achieved_goal/desired_goal and a ``compute_reward``."""
 
 
 ALGOS: dict[str, AlgoInfo] = {
@@ -37,14 +46,8 @@ ALGOS: dict[str, AlgoInfo] = {
     "rnd_ppo": AlgoInfo("her_rl.algos.rnd_ppo.RNDPPO", action_spaces=("discrete", "continuous")),
 }
 
-ENVS: dict[str, EnvInfo] = {
-    "bitflip": EnvInfo(goal_env=True),
-    "cartpole": EnvInfo(goal_env=False),
-    "mountaincar": EnvInfo(goal_env=False),
-    "pendulum": EnvInfo(goal_env=False),
-    "deep_sea": EnvInfo(goal_env=False),
-    "gym": EnvInfo(goal_env=False),
-}
+# The env config groups (her_rl/conf/env/<name>.yaml), for the CLI's early name check.
+ENVS: tuple[str, ...] = ("bitflip", "cartpole", "deep_sea", "drag", "gym", "mountaincar", "pendulum", "push")
 
 
 def _choices(names) -> str:
@@ -57,19 +60,33 @@ def algo_info(name: str) -> AlgoInfo:
     return ALGOS[name]
 
 
-def env_info(name: str) -> EnvInfo:
+def check_env_name(name: str) -> None:
     if name not in ENVS:
         raise ConfigError(f"unknown env '{name}'; valid choices: {_choices(ENVS)}")
-    return ENVS[name]
 
 
-def check_pairing(algo: str, env: str) -> None:
-    a, e = algo_info(algo), env_info(env)
-    if a.needs_goal_env and not e.goal_env:
-        goal_envs = [n for n, i in ENVS.items() if i.goal_env]
+def action_kind(space: spaces.Space) -> str | None:
+    """``discrete`` (Discrete), ``continuous`` (Box) or None (any other action space)."""
+    if isinstance(space, spaces.Discrete):
+        return "discrete"
+    if isinstance(space, spaces.Box):
+        return "continuous"
+    return None
+
+
+def check_pairing(algo: str, env: str, env_id: str, env_spaces: EnvSpaces) -> None:
+    """Refuse an algorithm on an env it cannot learn in, judged by the env's probed spaces."""
+    info = algo_info(algo)
+    if info.needs_goal_env and not env_spaces.goal_env:
         raise ConfigError(
-            f"algo '{algo}' needs a goal-conditioned env (hindsight relabelling); "
-            f"'{env}' has no goals. Goal envs: {_choices(goal_envs)}"
+            f"algo '{algo}' needs a goal-conditioned env (Dict observation with observation/achieved_goal/"
+            f"desired_goal); '{env}' ({env_id}) has none"
+        )
+    kind = action_kind(env_spaces.action_space)
+    if kind not in info.action_spaces:
+        raise ConfigError(
+            f"algo '{algo}' acts in {' or '.join(info.action_spaces)} action spaces; '{env}' ({env_id}) has "
+            f"action space {env_spaces.action_space}"
         )
 
 
@@ -85,20 +102,31 @@ def resolve_target(algo: str, target: str | None) -> type:
     return getattr(importlib.import_module(module), cls)
 
 
+RUNTIME_ARGS = ("env", "seed", "device")
+"""Constructor arguments the runner passes itself; never config keys."""
+
+
+def accepted_params(name: str) -> list[str]:
+    """The hyperparameters (config keys) the registered class of algo ``name`` accepts."""
+    params = inspect.signature(resolve_target(name, None)).parameters
+    return [p for p, v in params.items() if p not in RUNTIME_ARGS and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
+
+
+def check_algo_keys(name: str, keys) -> None:
+    unknown = sorted(set(keys) - {"name", "_target_"} - set(accepted_params(name)))
+    if unknown:
+        raise ConfigError(f"algo '{name}' has no parameter(s) {unknown}; accepted: "
+                          f"{', '.join(sorted(accepted_params(name)))}")
+
+
 def build_agent(algo_cfg: dict[str, Any], **runtime: Any):
     """Instantiate an algorithm from its config group plus runtime objects (env config, seed, device).
 
     ``algo_cfg`` holds ``name``, ``_target_`` and the algorithm's hyperparameters as keyword
     arguments; unknown hyperparameters raise a ConfigError naming the accepted ones.
     """
-    import inspect
-
     cfg = dict(algo_cfg)
     name = cfg.pop("name")
     cls = resolve_target(name, cfg.pop("_target_", None))
-    params = inspect.signature(cls).parameters
-    unknown = sorted(set(cfg) - set(params))
-    if unknown:
-        accepted = sorted(p for p in params if p not in runtime)
-        raise ConfigError(f"algo '{name}' has no parameter(s) {unknown}; accepted: {', '.join(accepted)}")
+    check_algo_keys(name, cfg)
     return cls(**cfg, **runtime)

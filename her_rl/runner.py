@@ -1,17 +1,21 @@
-"""The one training driver: config -> registry -> env + agent -> training loop -> logs, checkpoint.
+"""The one training driver: config -> checks -> env + agent -> training loop -> logs, checkpoint.
 
-``run(cfg)`` seeds everything, builds the agent through the registry, trains it iteration by
-iteration, evaluates greedily every ``eval.every_iterations``, stops at the budget or once solved,
-checkpoints atomically, resumes from the last checkpoint with ``resume=true``, and writes
-``results.json``. Algorithms only implement the interface in ``her_rl/agent.py``.
+``run(cfg)`` first checks everything without writing anything (values, the env's spaces, the run
+folder, the checkpoint to resume), then locks the run folder, seeds everything, trains iteration
+by iteration, evaluates greedily every ``eval.every_iterations``, stops at the budget or once
+solved, checkpoints atomically (after the first iteration, then every ``checkpoint.every_s``),
+guards against non-finite losses and weights, and writes ``results.json``. ``resume=true``
+continues the run in the folder from its saved config and checkpoint. Algorithms only implement
+the interface in ``her_rl/agent.py``.
 """
 
 from __future__ import annotations
 
 import json
 import signal
+import sys
 import time
-from datetime import datetime
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +23,27 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from her_rl import checkpoint
+from her_rl import checkpoint, rundir
 from her_rl.agent import IterationResult
-from her_rl.config import validate
+from her_rl.checkpoint import CheckpointError
+from her_rl.config import one_line, resolved, validate
 from her_rl.envs import make_vec
+from her_rl.guard import Guard, NonFiniteError
 from her_rl.logger import RunLogger
-from her_rl.registry import ConfigError, build_agent, env_info
+from her_rl.registry import ConfigError, EnvSpaces, build_agent
+from her_rl.resume import describe, merge
 from her_rl.rl.utils import set_seed
+from her_rl.schema import TOP
 
 CHECKPOINT = "checkpoint.pt"
 RESULTS = "results.json"
+CONFIG = "config.yaml"
+
+
+class OutputError(RuntimeError):
+    """A result could not be written (full disk, unwritable folder)."""
+
+    exit_code = 1
 
 
 def compose(overrides: list[str] | None = None) -> DictConfig:
@@ -36,36 +51,108 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
 
+    rundir.register_resolvers()
     with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
         return hydra_compose(config_name="config", overrides=list(overrides or []))
 
 
-def _output_dir(cfg: DictConfig, out_dir: str | Path | None) -> Path:
+def main(overrides: list[str], out_dir: str | Path | None = None) -> dict[str, Any]:
+    """``her-run`` in Python: only the given overrides count as given (resume/load by folder)."""
+    return run(compose(overrides), out_dir=out_dir, overrides=overrides)
+
+
+def _given_overrides(overrides: list[str] | None) -> list[str] | None:
+    if overrides is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            return list(HydraConfig.get().overrides.task)
+    return None if overrides is None else list(overrides)
+
+
+def _out_dir(cfg: dict[str, Any], out_dir: str | Path | None) -> Path:
     if out_dir is None:
         from hydra.core.hydra_config import HydraConfig
 
         if HydraConfig.initialized():
-            out_dir = HydraConfig.get().runtime.output_dir
-        else:
-            stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
-            out_dir = Path("outputs") / f"{cfg.algo.name}-{cfg.env.name}" / stamp
-    path = Path(out_dir)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+            return Path(HydraConfig.get().runtime.output_dir)
+        return rundir.default_dir(cfg["algo"]["name"], cfg["env"]["name"], cfg["seed"])
+    return Path(out_dir)
 
 
 def _device(name: str) -> str:
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device=cuda but no CUDA device is available; use device=cpu or device=auto")
     return name
 
 
-def _build(cfg: DictConfig, device: str):
-    env_cfg = OmegaConf.to_container(cfg.env, resolve=True)
-    algo_cfg = OmegaConf.to_container(cfg.algo, resolve=True)
-    return build_agent(algo_cfg, env=env_cfg, seed=int(cfg.seed), device=device), env_cfg
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+@dataclass
+class Plan:
+    """A checked training run: what to run, where, and from which checkpoint."""
+
+    config: dict[str, Any]
+    out: Path
+    spaces: EnvSpaces
+    overrides: list[str] | None
+    saved: dict[str, Any] | None = None
+    changes: dict[str, list] = field(default_factory=dict)
+    ckpt_stamp: tuple[int, int] | None = None
+    lock: rundir.RunLock | None = None
+
+    @property
+    def cfg(self) -> DictConfig:
+        return OmegaConf.create(self.config)
+
+
+def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None,
+             overrides: list[str] | None = None) -> Plan:
+    """Every check of a training run, before anything is built or written (it only reads)."""
+    current = resolved(cfg)
+    TOP["resume"].check("resume", current.get("resume"))
+    out = _out_dir(current, out_dir)
+    lock = rundir.RunLock.probe(out) if out.is_dir() else None  # an existing folder: refuse at once if live
+    try:
+        ckpt = out / CHECKPOINT
+        stamp = _stamp(ckpt)
+        mode = current["resume"]
+        if stamp is not None and mode is False:
+            raise ConfigError(f"{out} already holds a checkpoint; pass resume=true to continue that run "
+                              "(resume=auto: continue if there is one), or use a new folder")
+        if stamp is None and mode is True:
+            what = "does not exist" if not out.is_dir() else (
+                "holds no checkpoint (the run stopped before its first one; resume=auto starts it afresh)"
+                if (out / CONFIG).exists() else "holds no checkpoint")
+            raise ConfigError(f"resume=true: run folder {out} {what}")
+        saved, changes, config = None, {}, current
+        if stamp is not None:
+            saved = checkpoint.load(ckpt)
+            config, changes = merge(saved["config"], current, overrides)
+        spaces = validate(config)
+        return Plan(config, out, spaces, overrides, saved, changes, stamp, lock)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+def _build(config: dict[str, Any], device: str):
+    return build_agent(config["algo"], env=config["env"], seed=int(config["seed"]), device=device)
+
+
+def _load_agent(agent, state: dict[str, Any], path: Path, algo: str) -> None:
+    try:
+        agent.load_state_dict(state)
+    except Exception as exc:  # key or shape mismatches surface as KeyError/RuntimeError/ValueError
+        raise CheckpointError(f"cannot load checkpoint {path}: its agent state does not fit algo '{algo}' "
+                              f"({one_line(exc)[:200]})") from None
 
 
 def evaluate(agent, envs, seed: int, max_steps: int = 1_000_000) -> dict[str, float]:
@@ -116,51 +203,108 @@ def _log_iteration(logger: RunLogger, result: IterationResult, step: int, sps: f
     return charts
 
 
-def run(cfg: DictConfig, out_dir: str | Path | None = None) -> dict[str, Any]:
-    """Train (or, with ``load=PATH``, evaluate) as configured; returns the results dict."""
-    validate(cfg)
-    torch.set_num_threads(int(cfg.threads))
-    device = _device(cfg.device)
-    if cfg.load:
-        return evaluate_checkpoint(cfg, out_dir, device)
-    out = _output_dir(cfg, out_dir)
+def _warn(message: str) -> None:
+    print(f"her-run: warning: {message}", file=sys.stderr, flush=True)
+
+
+def run(cfg: DictConfig, out_dir: str | Path | None = None, overrides: list[str] | None = None) -> dict[str, Any]:
+    """Train (or, with ``load=PATH``, evaluate) as configured; returns the results dict.
+
+    ``overrides``: the keys given on the command line; with ``resume`` the run folder's saved
+    config is the base and only these are compared with it. None (a config built in Python, not
+    through Hydra): the whole config is compared. ``her_rl.runner.main`` passes them for you.
+    """
+    overrides = _given_overrides(overrides)
+    if resolved(cfg).get("load"):
+        return evaluate_checkpoint(cfg, out_dir, overrides)
+    plan = plan_run(cfg, out_dir, overrides)
+    try:
+        return _train(plan)
+    finally:
+        if plan.lock is not None:
+            plan.lock.release()
+
+
+def _take_folder(plan: Plan) -> None:
+    """Lock the run folder (creating it), after every check passed."""
+    ckpt = plan.out / CHECKPOINT
+    if plan.lock is None:
+        try:
+            plan.lock = rundir.RunLock.acquire(plan.out)
+        except OSError as exc:
+            raise ConfigError(f"cannot write in run folder {plan.out}: {exc.strerror or exc}") from None
+        if _stamp(ckpt) != plan.ckpt_stamp:  # another run wrote there between our checks and the lock
+            raise ConfigError(f"run folder {plan.out} changed while this run was starting (another run wrote a "
+                              "checkpoint there); check it, then pass resume=true or pick another folder")
+    plan.lock.mark_owner()
+
+
+def _train(plan: Plan) -> dict[str, Any]:
+    cfg, out, config = plan.cfg, plan.out, plan.config
     ckpt_path = out / CHECKPOINT
-    if ckpt_path.exists() and not cfg.resume:
-        raise ConfigError(f"{out} already holds a checkpoint; pass resume=true to continue that run, or use a new directory")
-
+    torch.set_num_threads(int(cfg.threads))
     set_seed(int(cfg.seed))
-    agent, env_cfg = _build(cfg, device)
-    goal_env = env_info(cfg.env.name).goal_env
-    config_dict = OmegaConf.to_container(cfg, resolve=True)
-    checkpoint.write_atomic_text(out / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(config_dict)))
-
+    agent = _build(config, _device(cfg.device))
     state: dict[str, Any] = {"env_steps": 0, "iteration": 0, "wall_time_s": 0.0, "episodes": 0,
                              "eval": None, "solved": False, "solved_at_env_steps": None}
-    if cfg.resume and ckpt_path.exists():
-        saved = checkpoint.load(ckpt_path)
-        _check_same_run(saved["config"], config_dict)
-        agent.load_state_dict(saved["agent"])
-        state.update(saved["runner"])
-        checkpoint.set_rng_state(saved["rng"])
-        print(f"resumed from {ckpt_path} at env step {state['env_steps']:,}")
+    if plan.saved is not None:
+        _load_agent(agent, plan.saved["agent"], ckpt_path, config["algo"]["name"])
+        state.update(plan.saved["runner"])
+        checkpoint.set_rng_state(plan.saved["rng"])
+    _take_folder(plan)  # every check passed: from here on the folder is ours and may be written
 
+    try:
+        checkpoint.write_atomic_text(out / CONFIG, OmegaConf.to_yaml(cfg))
+        rundir.record(out, "resume" if plan.saved else "start", env_steps=state["env_steps"],
+                      overrides=plan.overrides, changed=plan.changes)
+    except OSError as exc:
+        raise ConfigError(f"cannot write in run folder {out}: {exc.strerror or exc}") from None
+    if plan.saved is not None:
+        print(f"resumed from {ckpt_path} at env step {state['env_steps']:,}"
+              + (f"; changed: {describe(plan.changes)}" if plan.changes else ""))
+    elif cfg.resume == "auto":
+        print(f"resume=auto: no checkpoint in {out}; starting a new run")
+
+    goal_env = plan.spaces.goal_env
     budget, wall_budget = int(cfg.budget.env_steps), cfg.budget.wall_time_s
-    eval_envs = make_vec(env_cfg, int(cfg.eval.episodes), seed=int(cfg.seed))
-    logger = RunLogger(out, budget, start_step=state["env_steps"] + 1 if state["env_steps"] else 0,
-                       progress=bool(cfg.progress), desc=f"{cfg.algo.name}/{cfg.env.name}")
+    eval_envs = make_vec(config["env"], int(cfg.eval.episodes), seed=int(cfg.seed))
+    guard_cfg = config.get("guard") or {}
+    guard = Guard(agent, keep_last_good=guard_cfg.get("nonfinite", "stop") == "skip")
+    max_skips, skips_in_row = int(guard_cfg.get("max_skips", 10)), 0
+    saved_at: list[int | None] = [state["env_steps"] if plan.saved is not None else None]
+    save_failing = [False]
 
-    def save_checkpoint() -> None:
+    def save_checkpoint(final: bool = False) -> bool:
         agent_state = agent.state_dict()
         if not cfg.checkpoint.save_replay:
             agent_state.pop("memory", None)
-        checkpoint.save({"agent": agent_state, "runner": dict(state), "rng": checkpoint.rng_state(),
-                         "config": config_dict}, ckpt_path)
+        try:
+            checkpoint.save({"agent": agent_state, "runner": dict(state), "rng": checkpoint.rng_state(),
+                             "config": config}, ckpt_path)
+        except OSError as exc:
+            if final or not save_failing[0]:  # once per failure streak, and always at the end
+                kept = (f"the previous checkpoint (env step {saved_at[0]:,}) is kept" if saved_at[0] is not None
+                        else "no checkpoint has been written yet")
+                _warn(f"could not write checkpoint {ckpt_path} ({exc.strerror or exc}); {kept}")
+            save_failing[0] = True
+            return False
+        saved_at[0], save_failing[0] = state["env_steps"], False
+        return True
 
+    def kept_checkpoint() -> str:
+        if saved_at[0] is None:
+            return "no checkpoint had been written yet"
+        return f"the last good checkpoint {ckpt_path} (env step {saved_at[0]:,}) is kept"
+
+    logger = RunLogger(out, budget, start_step=state["env_steps"] + 1 if state["env_steps"] else 0,
+                       progress=bool(cfg.progress), desc=f"{cfg.algo.name}/{cfg.env.name}")
     interrupted: list[int] = []
     restore_signals = _stop_at_iteration_end_on_signal(interrupted)
     start = time.perf_counter() - state["wall_time_s"]
-    last_ckpt = time.perf_counter()
+    # a fresh run checkpoints after its first iteration, so an early kill loses little
+    last_ckpt = time.perf_counter() if plan.saved is not None else -float("inf")
     evaluated_at = state["iteration"] if state["eval"] is not None else -1
+    saved_final = True
     try:
         while state["env_steps"] < budget and not state["solved"] and not interrupted:
             if wall_budget is not None and time.perf_counter() - start >= wall_budget:
@@ -171,6 +315,21 @@ def run(cfg: DictConfig, out_dir: str | Path | None = None) -> dict[str, Any]:
             state["episodes"] += len(result.episode_returns)
             state["wall_time_s"] = time.perf_counter() - start
             step = state["env_steps"]
+            bad = guard.find_nonfinite(result.metrics)
+            if bad is not None:
+                where = f"non-finite {bad} in iteration {state['iteration']} (env step {step:,})"
+                if not guard.keep_last_good:
+                    raise NonFiniteError(f"{where}; training stopped without saving it, {kept_checkpoint()}")
+                guard.restore_good()
+                skips_in_row += 1
+                if skips_in_row >= max_skips:
+                    raise NonFiniteError(f"{where}, {skips_in_row} iterations in a row (guard.max_skips); training "
+                                         f"stopped, {kept_checkpoint()}")
+                _warn(f"{where}; update skipped, networks restored to the last good iteration")
+                logger.advance(result.env_steps)
+                continue
+            skips_in_row = 0
+            guard.remember_good()
             charts = _log_iteration(logger, result, step, step / max(state["wall_time_s"], 1e-9))
             postfix = {"SPS": charts["charts/SPS"]}
             if state["iteration"] % cfg.eval.every_iterations == 0:
@@ -195,42 +354,40 @@ def run(cfg: DictConfig, out_dir: str | Path | None = None) -> dict[str, Any]:
             if _is_solved(cfg, goal_env, state["eval"]) and state["solved_at_env_steps"] is None:
                 state["solved_at_env_steps"] = state["env_steps"]
         state["wall_time_s"] = time.perf_counter() - start
-        save_checkpoint()
+        saved_final = save_checkpoint(final=True)
     finally:
         logger.close()
         restore_signals()
+        eval_envs.close()
     if interrupted:
-        print(f"stopped by signal {interrupted[0]} at env step {state['env_steps']:,} (checkpoint saved); "
-              f"continue with the same overrides plus: resume=true hydra.run.dir={out}")
+        what = "checkpoint saved" if saved_final else "checkpoint NOT saved"
+        print(f"stopped by signal {interrupted[0]} at env step {state['env_steps']:,} ({what}); "
+              f"continue with: her-run resume=true hydra.run.dir={out}", flush=True)
         raise SystemExit(128 + interrupted[0])
 
     results = _results(cfg, state, goal_env, ckpt_path)
-    checkpoint.write_atomic_text(out / RESULTS, json.dumps(results, indent=2) + "\n")
+    try:
+        checkpoint.write_atomic_text(out / RESULTS, json.dumps(results, indent=2) + "\n")
+    except OSError as exc:
+        raise OutputError(f"could not write {out / RESULTS} ({exc.strerror or exc}); the run's numbers: "
+                          f"{json.dumps(results)}") from None
     print(_summary(results, out))
     return results
 
 
-def _check_same_run(saved: dict[str, Any], current: dict[str, Any]) -> None:
-    """Resuming with a different algorithm, env or seed would silently mix two experiments."""
-    def pick(cfg: dict[str, Any], key: str) -> Any:
-        return cfg.get(key, {}).get("name") if key in ("algo", "env") else cfg.get(key)
-
-    for key in ("algo", "env", "n", "size", "seed"):
-        if pick(saved, key) != pick(current, key):
-            raise ConfigError(f"cannot resume: the checkpoint was trained with {key}={pick(saved, key)!r}, "
-                              f"this run asks for {key}={pick(current, key)!r}")
-
-
 def _stop_at_iteration_end_on_signal(received: list[int]):
-    """Ctrl-C / SIGTERM (e.g. a cluster pre-empting the job) end the run cleanly after the current
-    iteration, with a checkpoint consistent with its counters; a second Ctrl-C aborts at once."""
+    """Ctrl-C, SIGTERM (a cluster pre-empting the job) and SIGHUP (the terminal closed) end the run
+    cleanly after the current iteration, with a checkpoint consistent with its counters; a second
+    Ctrl-C aborts at once."""
     def handler(signum, frame):
         if received and signum == signal.SIGINT:
             raise KeyboardInterrupt
         received.append(signum)
 
     previous = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is None:
+            continue
         try:
             previous[sig] = signal.signal(sig, handler)
         except ValueError:  # not the main thread (some launchers): keep default behaviour
@@ -258,10 +415,10 @@ def _results(cfg: DictConfig, state: dict[str, Any], goal_env: bool, ckpt_path: 
     }
     if goal_env:
         results["eval_success_rate"] = ev.get("success_rate")
-    env_kwargs = OmegaConf.to_container(cfg.env, resolve=False).get("kwargs") or {}
-    for key in ("n", "size"):  # the top-level sizes this env actually uses
-        if f"${{{key}}}" in env_kwargs.values():
-            results[key] = int(cfg[key])
+    env_kwargs = cfg.env.get("kwargs") or {}
+    for key in ("n", "size"):  # the sizes this env uses (bit-flip's n, deep sea's size)
+        if key in env_kwargs:
+            results[key] = int(env_kwargs[key])
     return results
 
 
@@ -273,20 +430,39 @@ def _summary(results: dict[str, Any], out: Path) -> str:
             f"{results['env_steps']:,} env steps, {results['wall_time_s']:.1f} s -> {out / RESULTS}")
 
 
-def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None, device: str) -> dict[str, Any]:
-    """``her-run load=PATH``: rebuild the saved run's agent, load its weights, evaluate greedily."""
-    saved = checkpoint.load(cfg.load)
-    run_cfg = OmegaConf.create(saved["config"])
-    run_cfg.eval.episodes = cfg.eval.episodes
-    agent, env_cfg = _build(run_cfg, device)
-    agent_state = saved["agent"]
+def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
+                        overrides: list[str] | None = None) -> dict[str, Any]:
+    """``her-run load=PATH``: rebuild the saved run's agent and env, load its weights, evaluate
+    greedily with the saved evaluation settings (``eval.*``, ``seed``, ``device`` and ``threads``
+    may be given); ``eval.json`` goes next to the checkpoint, or into ``out_dir`` if given."""
+    current = resolved(cfg)
+    TOP["load"].check("load", current.get("load"))
+    path = Path(current["load"])
+    if path.is_dir():
+        path = path / CHECKPOINT
+    saved = checkpoint.load(path)
+    config, _ = merge(saved["config"], current, overrides, verb="evaluate", extra_safe=("seed",))
+    validate(config)
+    run_cfg = OmegaConf.create(config)
+    torch.set_num_threads(int(run_cfg.threads))
+    agent = _build(config, _device(run_cfg.device))
+    agent_state = dict(saved["agent"])
     agent_state.pop("memory", None)
-    agent.load_state_dict(agent_state)
-    envs = make_vec(env_cfg, int(cfg.eval.episodes), seed=int(cfg.seed))
-    result = evaluate(agent, envs, _eval_seed(int(cfg.seed), 2**31))
-    report = {"checkpoint": str(cfg.load), "algo": run_cfg.algo.name, "env": run_cfg.env.name,
-              "episodes": int(cfg.eval.episodes), **{f"eval_{k}": v for k, v in result.items()}}
-    out = _output_dir(cfg, out_dir)
-    checkpoint.write_atomic_text(out / "eval.json", json.dumps(report, indent=2) + "\n")
+    _load_agent(agent, agent_state, path, config["algo"]["name"])
+    episodes, seed = int(run_cfg.eval.episodes), int(run_cfg.seed)
+    envs = make_vec(config["env"], episodes, seed=seed)
+    try:
+        result = evaluate(agent, envs, _eval_seed(seed, 2**31))
+    finally:
+        envs.close()
+    report = {"checkpoint": str(path), "algo": run_cfg.algo.name, "env": run_cfg.env.name, "env_id": run_cfg.env.id,
+              "episodes": episodes, "seed": seed, **{f"eval_{k}": v for k, v in result.items()}}
+    out = Path(out_dir) if out_dir is not None else path.parent
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        checkpoint.write_atomic_text(out / "eval.json", json.dumps(report, indent=2) + "\n")
+    except OSError as exc:
+        raise OutputError(f"could not write {out / 'eval.json'} ({exc.strerror or exc}); the report: "
+                          f"{json.dumps(report)}") from None
     print(json.dumps(report))
     return report
