@@ -89,3 +89,13 @@ def test_her_dqn_learns_a_small_push_task_in_a_short_run(tmp_path):
              "eval.every_iterations=5", "eval.success_threshold=0.8"]
     results = run(compose(small), out_dir=tmp_path)
     assert results["solved"] and results["eval_success_rate"] >= 0.8, results  # seed 0: 0.8 after ~25k steps
+
+
+def test_her_run_takes_any_registered_goal_env_through_env_gym(tmp_path):
+    from her_rl.runner import compose, run
+
+    cfg = compose(["env=gym", f"env.id={LOOP_ID}", "+env.kwargs.max_episode_steps=5", "progress=false",
+                   "budget.env_steps=200", "algo.episodes_per_cycle=4", "eval.episodes=3"])
+    results = run(cfg, out_dir=tmp_path)
+    assert results["env_steps"] >= 200 and results["eval_success_rate"] is not None
+    assert results["env_id"] == LOOP_ID
