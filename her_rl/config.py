@@ -74,10 +74,30 @@ def check_device(name: str) -> None:
         raise ConfigError("device=cuda but no CUDA device is available; use device=cpu or device=auto")
 
 
+def _interpolations(cfg: DictConfig | dict[str, Any]) -> dict[str, str]:
+    """``{key: "${other}"}`` for values set by interpolation, to name where a bad value came from."""
+    if isinstance(cfg, dict):
+        return {}
+    found: dict[str, str] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{prefix}{key}.")
+        elif isinstance(node, str) and "${" in node:
+            found[prefix[:-1]] = node
+    walk(OmegaConf.to_container(cfg, resolve=False), "")
+    return found
+
+
 def validate(cfg: DictConfig | dict[str, Any]) -> EnvSpaces:
     """Raise ConfigError on the first invalid value; return the env's probed spaces."""
     data = resolved(cfg)
-    schema.check(data)
+    try:
+        schema.check(data)
+    except schema.RuleError as exc:
+        source = _interpolations(cfg).get(exc.key)
+        raise (exc.from_source(source) if source else exc) from None
     check_device(data["device"])
     env_spaces = probe_env(data["env"])
     check_pairing(data["algo"]["name"], data["env"]["name"], data["env"]["id"], env_spaces)

@@ -135,7 +135,7 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
         if stamp is not None:
             saved = checkpoint.load(ckpt)
             config, changes = merge(saved["config"], current, overrides)
-        spaces = validate(config)
+        spaces = validate(cfg if saved is None else config)  # the unresolved cfg names interpolation sources
         return Plan(config, out, spaces, overrides, saved, changes, stamp, lock)
     except BaseException:
         if lock is not None:

@@ -27,6 +27,18 @@ def show(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
+class RuleError(ConfigError):
+    """A value outside its rule; ``source`` names the interpolation it came from, if any."""
+
+    def __init__(self, key: str, value: Any, allowed: str, source: str | None = None):
+        self.key, self.value, self.allowed = key, value, allowed
+        origin = f" (from {source})" if source else ""
+        super().__init__(f"{key}={show(value)}{origin} is not allowed: {key} must be {allowed}")
+
+    def from_source(self, source: str) -> RuleError:
+        return RuleError(self.key, self.value, self.allowed, source)
+
+
 @dataclass(frozen=True)
 class Rule:
     allowed: str
@@ -35,7 +47,7 @@ class Rule:
 
     def check(self, key: str, value: Any) -> None:
         if not self.ok(value):
-            raise ConfigError(f"{key}={show(value)} is not allowed: {key} must be {self.allowed}")
+            raise RuleError(key, value, self.allowed)
 
 
 def _is_int(v: Any) -> bool:
