@@ -147,3 +147,137 @@ def test_on_policy_run_writes_return_results(her_run, tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert results["algo"] == "ppo" and results["env_steps"] >= 1024
     assert "eval_success_rate" not in results and results["eval_return"] > 0
+
+
+# ---- hardening: what a user sees from the command line ---------------------------------------
+
+def _one_line_refusal(p):
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr and p.stderr.strip().count("\n") == 0, p.stderr
+    assert p.stderr.startswith("her-run: error: ")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["foo=1"], "unknown config key 'foo'"),
+    (["algo.nope=1"], "unknown config key 'algo.nope'"),
+    (["n=["], "malformed override 'n=['"),
+    (["n=3,4"], "Ambiguous value for argument 'n=3,4'"),
+    (["hydra/launcher=nope"], "Could not find 'hydra/launcher/nope'"),
+    (["algo.k=1.5"], "algo.k=1.5 is not allowed"),
+    (["algo=ppo", "env=gym", "env.id=Blackjack-v1"], "cannot read observations"),  # refused inside the job
+    (["resume=true"], "resume=true"),
+    (["load=nope.pt"], "cannot load checkpoint nope.pt: no such file"),
+    (["-m", "n=3,0"], "n=0 is not allowed"),
+])
+@pytest.mark.parametrize("run_dir", [False, True])
+def test_refused_commands_create_no_folder(her_run, tmp_path, args, message, run_dir):
+    extra = [f"hydra.run.dir={tmp_path / 'r'}"] if run_dir else []
+    p = subprocess.run([her_run, *args, "progress=false", *extra], cwd=tmp_path, env=ENV, capture_output=True,
+                       text=True, timeout=120)
+    _one_line_refusal(p)
+    assert message in p.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def _wait_for(path, proc, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline and not (path.exists() and path.stat().st_size > 0):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    assert path.exists(), "timed out"
+
+
+def test_a_second_run_on_a_live_runs_folder_is_refused(her_run, tmp_path):
+    out = tmp_path / "run"
+    first = subprocess.Popen([her_run, "n=8", "budget.env_steps=10000000", "eval.stop_when_solved=false",
+                              "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(out / "checkpoint.pt", first)
+        config = (out / "config.yaml").read_text()
+        for extra in ([], ["resume=true"], ["n=9", "resume=auto"]):
+            p = subprocess.run([her_run, *extra, "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV,
+                               capture_output=True, text=True, timeout=120)
+            _one_line_refusal(p)
+            assert f"is in use by another live her-run (pid {first.pid})" in p.stderr
+        assert (out / "config.yaml").read_text() == config
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=60)
+    assert first.returncode == 128 + signal.SIGTERM
+
+
+def test_runs_started_in_the_same_instant_get_their_own_folders(her_run, tmp_path):
+    cmd = [her_run, "n=4", "budget.env_steps=200", "progress=false"]
+    procs = [subprocess.Popen(cmd, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(2)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    folders = list((tmp_path / "outputs" / "her_dqn-bitflip").iterdir())
+    assert len(folders) == 2 and all((f / "results.json").is_file() for f in folders)
+    assert all("-s0-" in f.name for f in folders)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP])
+def test_early_kill_or_hangup_then_resume_by_folder_continues(her_run, tmp_path, sig):
+    """The first checkpoint comes after the first iteration (checkpoint.every_s is 60 here), so a
+    run killed in its first seconds resumes from there, with only resume=true and the folder."""
+    out = tmp_path / "run"
+    proc = subprocess.Popen([her_run, "n=8", "budget.env_steps=10000000", "eval.stop_when_solved=false",
+                             "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = time.time()
+    _wait_for(out / "checkpoint.pt", proc)
+    assert time.time() - started < 50  # well before checkpoint.every_s
+    proc.send_signal(sig)
+    stdout, _ = proc.communicate(timeout=60)
+    if sig == signal.SIGHUP:
+        assert proc.returncode == 128 + signal.SIGHUP and "checkpoint saved" in stdout
+    from her_rl.checkpoint import load
+
+    at = load(out / "checkpoint.pt")["runner"]["env_steps"]
+    assert at > 0
+    p = subprocess.run([her_run, "resume=true", f"budget.env_steps={at + 500}", f"hydra.run.dir={out}"],
+                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert f"resumed from {out / 'checkpoint.pt'} at env step {at:,}" in p.stdout
+    results = json.loads((out / "results.json").read_text())
+    assert results["n"] == 8 and results["env_steps"] >= at + 500
+    steps = _tb_steps(out / "tb", "charts/SPS")
+    assert steps == sorted(set(steps)) and len(steps) == results["iterations"]
+
+
+def test_sweep_resume_auto_continues_every_job_in_place(her_run, tmp_path):
+    sweep = tmp_path / "sweep"
+
+    def launch(budget, *extra):
+        return subprocess.run([her_run, "-m", "n=3,4", "seed=0", f"budget.env_steps={budget}", "progress=false",
+                               "eval.stop_when_solved=false", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                               *extra, f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV, capture_output=True,
+                              text=True, timeout=300)
+    p = launch(300)
+    assert p.returncode == 0, p.stderr
+    jobs = sorted(d.name for d in sweep.iterdir() if d.is_dir())
+    assert jobs == ["n=3,seed=0", "n=4,seed=0"]  # named by what defines the experiment
+    p = launch(600, "resume=auto")
+    assert p.returncode == 0, p.stderr
+    assert sorted(d.name for d in sweep.iterdir() if d.is_dir()) == jobs
+    for job in jobs:
+        events = [json.loads(line)["event"] for line in (sweep / job / "history.jsonl").read_text().splitlines()]
+        assert events == ["start", "resume"]
+        assert json.loads((sweep / job / "results.json").read_text())["env_steps"] >= 600
+
+
+def test_nonfinite_training_exits_3_with_one_line(her_run, tmp_path):
+    p = subprocess.run([her_run, "n=4", "algo.lr=1e30", "progress=false", f"hydra.run.dir={tmp_path / 'r'}"],
+                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 3 and p.stderr.strip().count("\n") == 0, p.stderr
+    assert "non-finite losses/td_loss = nan in iteration 1" in p.stderr
+
+
+def test_load_writes_eval_next_to_the_checkpoint(her_run, tmp_path):
+    out = tmp_path / "run"
+    assert subprocess.run([her_run, "n=4", "budget.env_steps=300", "eval.episodes=9", "progress=false",
+                           f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, timeout=120).returncode == 0
+    p = subprocess.run([her_run, f"load={out}"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads((out / "eval.json").read_text())["episodes"] == 9  # the saved run's evaluation size
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no outputs/ folder
