@@ -31,6 +31,12 @@ class CheckpointError(ConfigError):
     """A checkpoint file that cannot be used, named with the reason (one line)."""
 
 
+class OutputError(RuntimeError):
+    """A result could not be written (full disk, unwritable folder)."""
+
+    exit_code = 1
+
+
 def _fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)

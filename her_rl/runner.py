@@ -25,12 +25,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from her_rl import checkpoint, rundir
 from her_rl.agent import IterationResult
-from her_rl.checkpoint import CheckpointError
-from her_rl.config import one_line, resolved, validate
+from her_rl.checkpoint import OutputError
+from her_rl.config import resolved, validate
 from her_rl.envs import make_vec
+from her_rl.evaluation import build, device_name, eval_seed, evaluate, evaluate_checkpoint, load_agent
 from her_rl.guard import Guard, NonFiniteError
 from her_rl.logger import RunLogger
-from her_rl.registry import ConfigError, EnvSpaces, build_agent
+from her_rl.registry import ConfigError, EnvSpaces
 from her_rl.resume import describe, merge
 from her_rl.rl.utils import set_seed
 from her_rl.schema import TOP
@@ -38,12 +39,7 @@ from her_rl.schema import TOP
 CHECKPOINT = "checkpoint.pt"
 RESULTS = "results.json"
 CONFIG = "config.yaml"
-
-
-class OutputError(RuntimeError):
-    """A result could not be written (full disk, unwritable folder)."""
-
-    exit_code = 1
+__all__ = ["compose", "main", "run", "plan_run", "evaluate", "evaluate_checkpoint", "OutputError", "NonFiniteError"]
 
 
 def compose(overrides: list[str] | None = None) -> DictConfig:
@@ -78,12 +74,6 @@ def _out_dir(cfg: dict[str, Any], out_dir: str | Path | None) -> Path:
             return Path(HydraConfig.get().runtime.output_dir)
         return rundir.default_dir(cfg["algo"]["name"], cfg["env"]["name"], cfg["seed"])
     return Path(out_dir)
-
-
-def _device(name: str) -> str:
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return name
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -141,47 +131,6 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
         if lock is not None:
             lock.release()
         raise
-
-
-def _build(config: dict[str, Any], device: str):
-    return build_agent(config["algo"], env=config["env"], seed=int(config["seed"]), device=device)
-
-
-def _load_agent(agent, state: dict[str, Any], path: Path, algo: str) -> None:
-    try:
-        agent.load_state_dict(state)
-    except Exception as exc:  # key or shape mismatches surface as KeyError/RuntimeError/ValueError
-        raise CheckpointError(f"cannot load checkpoint {path}: its agent state does not fit algo '{algo}' "
-                              f"({one_line(exc)[:200]})") from None
-
-
-def evaluate(agent, envs, seed: int, max_steps: int = 1_000_000) -> dict[str, float]:
-    """Greedy evaluation: one episode per copy of ``envs``; mean return, length, success rate (the
-    ``is_success`` of each episode's last step) and
-    terminated rate (episodes that ended by reaching a terminal state, not by the time limit:
-    MountainCar's flag rate)."""
-    obs, _ = envs.reset(seed=seed)
-    n = envs.num_envs
-    returns, lengths = np.zeros(n), np.zeros(n, dtype=np.int64)
-    success, done = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-    ended_terminal = np.zeros(n, dtype=bool)
-    for _ in range(max_steps):
-        obs, reward, terminated, truncated, info = envs.step(agent.act(obs, explore=False))
-        live = ~done
-        returns[live] += np.asarray(reward)[live]
-        lengths[live] += 1
-        if "is_success" in info:  # success of the episode's last step (Fetch's convention; bit-flip ends on success)
-            success = np.where(live, np.asarray(info["is_success"], dtype=bool), success)
-        ended_terminal |= live & np.asarray(terminated, dtype=bool)
-        done |= np.asarray(terminated) | np.asarray(truncated)
-        if done.all():
-            break
-    return {"return": float(returns.mean()), "length": float(lengths.mean()), "success_rate": float(success.mean()),
-            "terminated_rate": float(ended_terminal.mean())}
-
-
-def _eval_seed(seed: int, iteration: int) -> int:
-    return int(np.random.SeedSequence([seed, iteration, 7]).generate_state(1)[0])
 
 
 def _is_solved(cfg: DictConfig, goal_env: bool, result: dict[str, float]) -> bool:
@@ -244,11 +193,11 @@ def _train(plan: Plan) -> dict[str, Any]:
     ckpt_path = out / CHECKPOINT
     torch.set_num_threads(int(cfg.threads))
     set_seed(int(cfg.seed))
-    agent = _build(config, _device(cfg.device))
+    agent = build(config, device_name(cfg.device))
     state: dict[str, Any] = {"env_steps": 0, "iteration": 0, "wall_time_s": 0.0, "episodes": 0,
                              "eval": None, "solved": False, "solved_at_env_steps": None}
     if plan.saved is not None:
-        _load_agent(agent, plan.saved["agent"], ckpt_path, config["algo"]["name"])
+        load_agent(agent, plan.saved["agent"], ckpt_path, config["algo"]["name"])
         state.update(plan.saved["runner"])
         checkpoint.set_rng_state(plan.saved["rng"])
     _take_folder(plan)  # every check passed: from here on the folder is ours and may be written
@@ -333,7 +282,7 @@ def _train(plan: Plan) -> dict[str, Any]:
             charts = _log_iteration(logger, result, step, step / max(state["wall_time_s"], 1e-9))
             postfix = {"SPS": charts["charts/SPS"]}
             if state["iteration"] % cfg.eval.every_iterations == 0:
-                state["eval"] = evaluate(agent, eval_envs, _eval_seed(cfg.seed, state["iteration"]))
+                state["eval"] = evaluate(agent, eval_envs, eval_seed(cfg.seed, state["iteration"]))
                 evaluated_at = state["iteration"]
                 logger.scalars({f"eval/{k}": v for k, v in state["eval"].items()}, step)
                 if _is_solved(cfg, goal_env, state["eval"]) and state["solved_at_env_steps"] is None:
@@ -349,7 +298,7 @@ def _train(plan: Plan) -> dict[str, Any]:
                 save_checkpoint()
                 last_ckpt = time.perf_counter()
         if evaluated_at != state["iteration"] and not interrupted:
-            state["eval"] = evaluate(agent, eval_envs, _eval_seed(cfg.seed, state["iteration"]))
+            state["eval"] = evaluate(agent, eval_envs, eval_seed(cfg.seed, state["iteration"]))
             logger.scalars({f"eval/{k}": v for k, v in state["eval"].items()}, state["env_steps"])
             if _is_solved(cfg, goal_env, state["eval"]) and state["solved_at_env_steps"] is None:
                 state["solved_at_env_steps"] = state["env_steps"]
@@ -430,39 +379,3 @@ def _summary(results: dict[str, Any], out: Path) -> str:
             f"{results['env_steps']:,} env steps, {results['wall_time_s']:.1f} s -> {out / RESULTS}")
 
 
-def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
-                        overrides: list[str] | None = None) -> dict[str, Any]:
-    """``her-run load=PATH``: rebuild the saved run's agent and env, load its weights, evaluate
-    greedily with the saved evaluation settings (``eval.*``, ``seed``, ``device`` and ``threads``
-    may be given); ``eval.json`` goes next to the checkpoint, or into ``out_dir`` if given."""
-    current = resolved(cfg)
-    TOP["load"].check("load", current.get("load"))
-    path = Path(current["load"])
-    if path.is_dir():
-        path = path / CHECKPOINT
-    saved = checkpoint.load(path)
-    config, _ = merge(saved["config"], current, overrides, verb="evaluate", extra_safe=("seed",))
-    validate(config)
-    run_cfg = OmegaConf.create(config)
-    torch.set_num_threads(int(run_cfg.threads))
-    agent = _build(config, _device(run_cfg.device))
-    agent_state = dict(saved["agent"])
-    agent_state.pop("memory", None)
-    _load_agent(agent, agent_state, path, config["algo"]["name"])
-    episodes, seed = int(run_cfg.eval.episodes), int(run_cfg.seed)
-    envs = make_vec(config["env"], episodes, seed=seed)
-    try:
-        result = evaluate(agent, envs, _eval_seed(seed, 2**31))
-    finally:
-        envs.close()
-    report = {"checkpoint": str(path), "algo": run_cfg.algo.name, "env": run_cfg.env.name, "env_id": run_cfg.env.id,
-              "episodes": episodes, "seed": seed, **{f"eval_{k}": v for k, v in result.items()}}
-    out = Path(out_dir) if out_dir is not None else path.parent
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        checkpoint.write_atomic_text(out / "eval.json", json.dumps(report, indent=2) + "\n")
-    except OSError as exc:
-        raise OutputError(f"could not write {out / 'eval.json'} ({exc.strerror or exc}); the report: "
-                          f"{json.dumps(report)}") from None
-    print(json.dumps(report))
-    return report

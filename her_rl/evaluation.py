@@ -1,0 +1,112 @@
+"""Greedy evaluation, and ``her-run load=PATH``: a saved agent evaluated in its own env.
+
+``load=`` rebuilds the saved run's agent and env from the checkpoint's config (only ``eval.*``,
+``seed``, ``device`` and ``threads`` may be given), evaluates greedily, and writes ``eval.json``
+next to the checkpoint, or into the folder given explicitly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from her_rl import checkpoint
+from her_rl.checkpoint import CheckpointError, OutputError
+from her_rl.config import one_line, resolved, validate
+from her_rl.envs import make_vec
+from her_rl.registry import build_agent
+from her_rl.resume import merge
+from her_rl.schema import TOP
+
+CHECKPOINT = "checkpoint.pt"
+
+
+def device_name(name: str) -> str:
+    """``auto``: cuda when there is one (the config check already refused a missing cuda)."""
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return name
+
+
+def build(config: dict[str, Any], device: str):
+    return build_agent(config["algo"], env=config["env"], seed=int(config["seed"]), device=device)
+
+
+def load_agent(agent, state: dict[str, Any], path: Path, algo: str) -> None:
+    try:
+        agent.load_state_dict(state)
+    except Exception as exc:  # key or shape mismatches surface as KeyError/RuntimeError/ValueError
+        raise CheckpointError(f"cannot load checkpoint {path}: its agent state does not fit algo '{algo}' "
+                              f"({one_line(exc)[:200]})") from None
+
+
+def evaluate(agent, envs, seed: int, max_steps: int = 1_000_000) -> dict[str, float]:
+    """Greedy evaluation: one episode per copy of ``envs``; mean return, length, success rate (the
+    ``is_success`` of each episode's last step) and
+    terminated rate (episodes that ended by reaching a terminal state, not by the time limit:
+    MountainCar's flag rate)."""
+    obs, _ = envs.reset(seed=seed)
+    n = envs.num_envs
+    returns, lengths = np.zeros(n), np.zeros(n, dtype=np.int64)
+    success, done = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    ended_terminal = np.zeros(n, dtype=bool)
+    for _ in range(max_steps):
+        obs, reward, terminated, truncated, info = envs.step(agent.act(obs, explore=False))
+        live = ~done
+        returns[live] += np.asarray(reward)[live]
+        lengths[live] += 1
+        if "is_success" in info:  # success of the episode's last step (Fetch's convention; bit-flip ends on success)
+            success = np.where(live, np.asarray(info["is_success"], dtype=bool), success)
+        ended_terminal |= live & np.asarray(terminated, dtype=bool)
+        done |= np.asarray(terminated) | np.asarray(truncated)
+        if done.all():
+            break
+    return {"return": float(returns.mean()), "length": float(lengths.mean()), "success_rate": float(success.mean()),
+            "terminated_rate": float(ended_terminal.mean())}
+
+
+def eval_seed(seed: int, iteration: int) -> int:
+    return int(np.random.SeedSequence([seed, iteration, 7]).generate_state(1)[0])
+
+
+def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
+                        overrides: list[str] | None = None) -> dict[str, Any]:
+    """``her-run load=PATH``: rebuild the saved run's agent and env, load its weights, evaluate
+    greedily with the saved evaluation settings (``eval.*``, ``seed``, ``device`` and ``threads``
+    may be given); ``eval.json`` goes next to the checkpoint, or into ``out_dir`` if given."""
+    current = resolved(cfg)
+    TOP["load"].check("load", current.get("load"))
+    path = Path(current["load"])
+    if path.is_dir():
+        path = path / CHECKPOINT
+    saved = checkpoint.load(path)
+    config, _ = merge(saved["config"], current, overrides, verb="evaluate", extra_safe=("seed",))
+    validate(config)
+    run_cfg = OmegaConf.create(config)
+    torch.set_num_threads(int(run_cfg.threads))
+    agent = build(config, device_name(run_cfg.device))
+    agent_state = dict(saved["agent"])
+    agent_state.pop("memory", None)
+    load_agent(agent, agent_state, path, config["algo"]["name"])
+    episodes, seed = int(run_cfg.eval.episodes), int(run_cfg.seed)
+    envs = make_vec(config["env"], episodes, seed=seed)
+    try:
+        result = evaluate(agent, envs, eval_seed(seed, 2**31))
+    finally:
+        envs.close()
+    report = {"checkpoint": str(path), "algo": run_cfg.algo.name, "env": run_cfg.env.name, "env_id": run_cfg.env.id,
+              "episodes": episodes, "seed": seed, **{f"eval_{k}": v for k, v in result.items()}}
+    out = Path(out_dir) if out_dir is not None else path.parent
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        checkpoint.write_atomic_text(out / "eval.json", json.dumps(report, indent=2) + "\n")
+    except OSError as exc:
+        raise OutputError(f"could not write {out / 'eval.json'} ({exc.strerror or exc}); the report: "
+                          f"{json.dumps(report)}") from None
+    print(json.dumps(report))
+    return report
