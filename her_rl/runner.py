@@ -12,6 +12,7 @@ the interface in ``her_rl/agent.py``.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -84,6 +85,16 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
+def _check_writable(out: Path) -> None:
+    """Refuse up front a run folder that could not be created or written (a file in the way, no
+    permission), instead of failing after the run was set up."""
+    target = out if out.exists() else next(p for p in out.absolute().parents if p.exists())
+    if not target.is_dir():
+        raise ConfigError(f"cannot use run folder {out}: {target} is not a folder")
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot use run folder {out}: no permission to write in {target}")
+
+
 @dataclass
 class Plan:
     """A checked training run: what to run, where, and from which checkpoint."""
@@ -108,6 +119,7 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
     current = resolved(cfg)
     TOP["resume"].check("resume", current.get("resume"))
     out = _out_dir(current, out_dir)
+    _check_writable(out)
     lock = rundir.RunLock.probe(out) if out.is_dir() else None  # an existing folder: refuse at once if live
     try:
         ckpt = out / CHECKPOINT

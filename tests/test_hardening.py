@@ -123,6 +123,12 @@ def test_resume_true_never_restarts_silently(tmp_path, prepare, message):
     assert sorted(os.listdir(tmp_path)) == listing
 
 
+def test_an_unusable_run_folder_is_refused_before_training(tmp_path):
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(ConfigError, match=r"cannot use run folder .*afile/run: .*afile is not a folder"):
+        train(tmp_path / "afile" / "run")
+
+
 def test_a_fresh_start_over_a_folder_that_holds_a_checkpoint_is_refused(tmp_path):
     out = tmp_path / "run"
     train(out)
