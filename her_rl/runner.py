@@ -198,6 +198,8 @@ def _take_folder(plan: Plan) -> None:
             raise ConfigError(f"run folder {plan.out} changed while this run was starting (another run wrote a "
                               "checkpoint there); check it, then pass resume=true or pick another folder")
     plan.lock.mark_owner()
+    for name in (CHECKPOINT, CONFIG, RESULTS):  # temp files of writes a killed run left behind
+        checkpoint.remove_stale_temps(plan.out / name)
 
 
 def _train(plan: Plan) -> dict[str, Any]:

@@ -288,7 +288,8 @@ def test_full_disk_keeps_the_previous_checkpoint(tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
     train(out)
     before = (out / "checkpoint.pt").read_bytes()
-    (out / "checkpoint.pt.killed1.tmp").write_bytes(b"left by a killed save")
+    for leftover in ("checkpoint.pt.killed1.tmp", "config.yaml.killed2.tmp", "results.json.killed3.tmp"):
+        (out / leftover).write_bytes(b"left by a killed write")
 
     def full_disk(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
