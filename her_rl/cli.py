@@ -32,13 +32,18 @@ def _fail(message: object, code: int = 2) -> None:
     sys.exit(code)
 
 
-def _check_group_names(argv: list[str]) -> None:
-    """Reject unknown algo/env names with one line listing the choices, before Hydra composes."""
-    for arg in argv:
-        for group, check in (("algo", algo_info), ("env", check_env_name)):
-            if arg.startswith(f"{group}="):
-                for name in arg.split("=", 1)[1].split(","):
-                    check(name.strip())
+def _check_group_names(overrides: list[str]) -> None:
+    """Reject unknown algo/env names with one line listing the choices, before Hydra composes
+    (sweeps included: ``algo=ppo,reinforce``, ``env=choice(cartpole,nope)``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        check = {"algo": algo_info, "env": check_env_name}.get(override.key_or_group)
+        if check is None or override.is_delete():
+            continue
+        names = override.sweep_string_iterator() if override.is_sweep_override() else [override.value()]
+        for name in names:
+            check(str(name))
 
 
 def _malformed(overrides: list[str]) -> str | None:
@@ -126,9 +131,7 @@ def _preflight(argv: list[str]) -> tuple[DictConfig, list[str], Path | None] | N
     from her_rl.config import validate
     from her_rl.runner import CHECKPOINT, plan_run
 
-    overrides = [a for a in argv if not a.startswith("-")]
-    if len(overrides) != len(argv) and not set(argv) - set(overrides) <= set(_RUN_FLAGS):
-        return None  # --help, --cfg, ...: Hydra's business
+    overrides = [a for a in argv if a not in _RUN_FLAGS]
     if set(argv) & set(_RUN_FLAGS):
         for variant in _sweep_variants(overrides):
             cfg = _compose(variant)
@@ -183,7 +186,10 @@ def main() -> None:
     from omegaconf.errors import OmegaConfBaseException
 
     argv = sys.argv[1:]
-    overrides = [a for a in argv if not a.startswith("-")]
+    if any(a.startswith("-") and a not in _RUN_FLAGS for a in argv):
+        _hydra_main()  # --help, --cfg job, --info, ...: Hydra's business, nothing is run
+        return
+    overrides = [a for a in argv if a not in _RUN_FLAGS]
     try:
         _check_group_names(overrides)
         load = _preflight(argv)
