@@ -333,3 +333,28 @@ def test_load_evaluates_with_the_saved_run_settings_next_to_the_checkpoint(tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ev", "run"]  # no default folder
     with pytest.raises(ConfigError, match="cannot evaluate: the checkpoint was trained with n=5"):
         main([f"load={out}", "n=4"])
+
+
+def test_resume_after_a_crash_is_exact(tmp_path, monkeypatch):
+    """The early checkpoint, the guard and the lock change nothing in what is trained: a run that
+    crashed and was resumed by folder ends with the same weights as one that never stopped."""
+    from her_rl.algos.her_dqn import HerDQN
+
+    common = ["checkpoint.every_s=0", "eval.every_iterations=2"]
+    whole = train(tmp_path / "whole", *common, budget=1500)
+    original, calls = HerDQN.train_iteration, []
+
+    def crash_once(self):
+        calls.append(1)
+        if len(calls) == 5:
+            raise RuntimeError("simulated crash")
+        return original(self)
+
+    monkeypatch.setattr(HerDQN, "train_iteration", crash_once)
+    with pytest.raises(RuntimeError):
+        train(tmp_path / "split", *common, budget=1500)
+    resumed = main(["resume=true", "progress=false"], out_dir=tmp_path / "split")
+    for key in ("env_steps", "iterations", "episodes", "eval_return", "eval_success_rate"):
+        assert resumed[key] == whole[key]
+    a, b = (checkpoint.load(tmp_path / d / "checkpoint.pt")["agent"]["q"] for d in ("whole", "split"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
