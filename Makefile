@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: install run test bench bench-her bench-ppo clean
+.PHONY: install run test bench bench-her bench-ppo bench-push bench-env clean
 
 install: $(STAMP)
 
@@ -27,10 +27,21 @@ $(VENV)/.bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[bench]"
 	touch $@
 
-bench: bench-her bench-ppo
+bench: bench-her bench-ppo bench-push bench-env
 
 bench-her: $(VENV)/.bench
 	$(BIN)/python scripts/bench_her.py --n 30 --seeds 0 1 2
+
+# HER-DQN on push and drag (3 seeds, stop at 0.9 greedy success), then plain DQN at the same budgets.
+bench-push: $(STAMP)
+	mkdir -p bench_results
+	$(BIN)/python scripts/bench_push.py --envs push drag --seeds 0 1 2 --strategies future --json bench_results/push_her.json
+	$(BIN)/python scripts/bench_push.py --envs push drag --seeds 0 1 2 --strategies none \
+		--budget-from bench_results/push_her.json --json bench_results/push_none.json
+	$(BIN)/python scripts/bench_push.py --table bench_results/push_her.json bench_results/push_none.json
+
+bench-env: $(STAMP)
+	$(BIN)/python scripts/bench_env_speed.py --envs push drag bitflip --num-envs 64 256 --steps 2000
 
 bench-ppo: $(VENV)/.bench
 	$(BIN)/python scripts/bench_ppo.py --task cartpole --seeds 0 1 2 3 4
