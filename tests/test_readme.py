@@ -1,0 +1,193 @@
+"""Every ```python and ```bash block of README.md runs (issue 9, item 6: a README that runs).
+
+README.md is parsed when the tests are collected, so the cases follow README edits: one test per
+block, named after the nearest heading and the block's number under it.
+
+- python blocks run as they stand, each in a fresh namespace, in a temp working dir (they may write
+  files such as curve.png or buffer.npz). A block that needs a name it does not define is a README
+  defect: fix the block, never this file.
+- bash blocks: every line that is a command (comments stripped) runs in order in one temp dir per
+  block, with .venv/bin first on PATH, HYDRA_FULL_ERROR unset and OMP_NUM_THREADS=1, and must exit 0.
+  `her-run` lines are shortened (see `shorten`): a few hundred env steps, no progress bar, a sweep cut
+  down to two jobs, and a run folder under the temp dir unless the line names one. README's own
+  folders are relative (`hydra.run.dir=outputs/...`), so a later line (resume=true, load=) finds the
+  folder an earlier line of the same block created; nothing is substituted.
+- Lines that cannot run here are listed in SKIP with the reason pytest shows.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+BIN = Path(sys.executable).parent  # .venv/bin: her-run lives beside this interpreter
+
+# A line is skipped when its command (comment stripped) contains the key.
+SKIP = {
+    "make run": "creates .venv and trains 15-bit HER-DQN to the end (minutes); the same her-run "
+                "line runs here with a small budget",
+    "make test": "runs the whole test suite, this file included (recursive, minutes)",
+    "make bench": "benchmarks against Stable-Baselines3: installs it and trains for many minutes",
+    "submitit_slurm": "needs a SLURM cluster (sbatch); CI has none",
+    "tensorboard --logdir": "starts a server that does not exit",
+    "pip install": "needs the network",
+}
+
+# Appended to every her-run line (replacing the line's own value of the key).
+SHORT = {"budget.env_steps": "300", "progress": "false"}
+SWEEP_VALUES = (2, 1)  # a sweep keeps 2 values of its first list and 1 of every other: 2 jobs
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower().replace("`", "")).strip("-")[:40] or "top"
+
+
+def readme_blocks() -> list[tuple[str, str, int, str]]:
+    """(id, language, first line number, code) of every ```python / ```bash block of README."""
+    blocks, heading, per_heading = [], "top", {}
+    lang, start, body = None, 0, []
+    for no, line in enumerate(README.read_text(encoding="utf-8").splitlines(), 1):
+        fence = re.match(r"^\s*```\s*([\w+-]*)", line)
+        if lang is None and fence:
+            lang, start, body = fence.group(1).lower() or "-", no + 1, []
+        elif lang is not None and fence and not fence.group(1):
+            if lang in ("python", "bash"):
+                k = per_heading[heading] = per_heading.get(heading, 0) + 1
+                blocks.append((f"{heading}-{k}", lang, start, "\n".join(body) + "\n"))
+            lang = None
+        elif lang is not None:
+            body.append(line)
+        elif line.startswith("#"):
+            heading = _slug(line.lstrip("#"))
+    assert lang is None, f"README.md: the block opened at line {start - 1} is never closed"
+    return blocks
+
+
+BLOCKS = readme_blocks()
+
+
+def _param(lang):
+    return [pytest.param(start, code, id=name) for name, lg, start, code in BLOCKS if lg == lang]
+
+
+# -- python -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("start, code", _param("python"))
+def test_python_block_runs_as_it_stands(start, code, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    # Line numbers in a traceback are README's own.
+    compiled = compile("\n" * (start - 1) + code, str(README), "exec")
+    exec(compiled, {"__name__": "__readme__"})
+
+
+# -- bash ---------------------------------------------------------------------------------------
+
+def commands(code: str) -> list[tuple[str, list[str]]]:
+    """(line as written, tokens without the comment) of every command line of a bash block."""
+    out = []
+    for line in code.splitlines():
+        tokens = shlex.split(line, comments=True)
+        if tokens:
+            out.append((line.strip(), tokens))
+    return out
+
+
+def _set(tokens: list[str], key: str, value: str) -> None:
+    """Give `key` the value `value`: replace the line's own `key=...`, else append it."""
+    for i, tok in enumerate(tokens):
+        if tok.split("=", 1)[0] == key:
+            tokens[i] = f"{key}={value}"
+            return
+    tokens.append(f"{key}={value}")
+
+
+def shorten(tokens: list[str], folder: Path) -> list[str]:
+    """A her-run line cut to a small budget, with its run or sweep folder under `folder`."""
+    tokens = list(tokens)
+    sweep = "-m" in tokens or "--multirun" in tokens
+    if sweep:
+        lists = 0
+        for i, tok in enumerate(tokens):
+            key, _, value = tok.partition("=")
+            if "," in value and not key.startswith("hydra") and not re.search(r"[\[\]{}()'\"]", value):
+                keep = SWEEP_VALUES[min(lists, 1)]
+                tokens[i] = f"{key}={','.join(value.split(',')[:keep])}"
+                lists += 1
+    for key, value in SHORT.items():
+        _set(tokens, key, value)
+    dir_key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
+    if not any(t.startswith(dir_key + "=") for t in tokens):
+        tokens.append(f"{dir_key}={folder}")
+    return tokens
+
+
+def _skip_reason(tokens: list[str]) -> str | None:
+    command = " ".join(tokens)
+    return next((why for key, why in SKIP.items() if key in command), None)
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def _bash_params():
+    """One case per bash block (its runnable lines, in order) and one skipped case per SKIP line,
+    so that pytest shows every skip with its reason."""
+    params = []
+    for name, lang, start, code in BLOCKS:
+        if lang != "bash":
+            continue
+        run = []
+        for line, tokens in commands(code):
+            reason = _skip_reason(tokens)
+            if reason:
+                params.append(pytest.param(start, [(line, tokens)], id=f"{name}-skip-{_slug(shlex.join(tokens))}",
+                                           marks=pytest.mark.skip(reason=f"`{shlex.join(tokens)}`: {reason}")))
+            else:
+                run.append((line, tokens))
+        if run:
+            params.append(pytest.param(start, run, id=name))
+    return params
+
+
+@pytest.mark.parametrize("start, lines", _bash_params())
+def test_bash_block_commands_exit_0(start, lines, tmp_path):
+    env = _env()
+    for i, (line, tokens) in enumerate(lines):
+        if Path(tokens[0]).name == "her-run":
+            tokens = shorten(tokens, tmp_path / f"run-{i}")
+        result = subprocess.run(["bash", "-c", shlex.join(tokens)], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, (
+            f"README.md block at line {start}: `{line}`\nran: {shlex.join(tokens)}\n"
+            f"exit {result.returncode}\n--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-3000:]}")
+
+
+# -- the README itself ---------------------------------------------------------------------------
+
+def test_readme_has_blocks_of_both_kinds():
+    langs = [lang for _, lang, _, _ in BLOCKS]
+    assert langs.count("python") >= 5 and langs.count("bash") >= 2, langs
+
+
+def test_import_her_rl_registers_every_env_id_readme_names():
+    """tests/test_env_registration.py builds the four known ids; this follows README: any
+    `her_rl/...-vN` id README mentions must be registered by `import her_rl` in a fresh interpreter."""
+    ids = sorted(set(re.findall(r"her_rl/\w+-v\d+", README.read_text(encoding="utf-8"))))
+    assert ids, "README names no her_rl env id"
+    code = ("import sys, gymnasium as gym, her_rl\n"
+            "missing = [i for i in sys.argv[1:] if i not in gym.registry]\n"
+            "assert not missing, missing\n"
+            "for i in sys.argv[1:]: gym.make(i).reset(seed=0)\n")
+    result = subprocess.run([sys.executable, "-c", code, *ids], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
