@@ -33,6 +33,7 @@ from her_rl.evaluation import build, device_name, eval_seed, evaluate, evaluate_
 from her_rl.guard import Guard, NonFiniteError
 from her_rl.logger import RunLogger
 from her_rl.registry import ConfigError, EnvSpaces
+from her_rl import requeue
 from her_rl.resume import describe, merge
 from her_rl.rl.utils import set_seed
 from her_rl.schema import TOP
@@ -125,7 +126,7 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
         ckpt = out / CHECKPOINT
         stamp = _stamp(ckpt)
         mode = current["resume"]
-        if stamp is not None and mode is False:
+        if stamp is not None and mode is False and not requeue.requeued(out):  # a requeued job resumes
             raise ConfigError(f"{out} already holds a checkpoint; pass resume=true to continue that run "
                               "(resume=auto: continue if there is one), or use a new folder")
         if stamp is None and mode is True:
@@ -223,6 +224,7 @@ def _train(plan: Plan) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot write in run folder {out}: {exc.strerror or exc}") from None
     if plan.saved is not None:
+        requeue.clear(out)
         print(f"resumed from {ckpt_path} at env step {state['env_steps']:,}"
               + (f"; changed: {describe(plan.changes)}" if plan.changes else ""))
     elif cfg.resume == "auto":
@@ -322,6 +324,10 @@ def _train(plan: Plan) -> dict[str, Any]:
         logger.close()
         restore_signals()
         eval_envs.close()
+    if interrupted and interrupted[0] == requeue.preemption_signal() and saved_final:
+        print(f"preempted at env step {state['env_steps']:,} (checkpoint saved); handing over to submitit "
+              "to requeue the job, which resumes here", flush=True)
+        requeue.hand_over(out, interrupted[0], state["env_steps"])
     if interrupted:
         what = "checkpoint saved" if saved_final else "checkpoint NOT saved"
         print(f"stopped by signal {interrupted[0]} at env step {state['env_steps']:,} ({what}); "
@@ -339,9 +345,9 @@ def _train(plan: Plan) -> dict[str, Any]:
 
 
 def _stop_at_iteration_end_on_signal(received: list[int]):
-    """Ctrl-C, SIGTERM (a cluster pre-empting the job) and SIGHUP (the terminal closed) end the run
-    cleanly after the current iteration, with a checkpoint consistent with its counters; a second
-    Ctrl-C aborts at once."""
+    """Ctrl-C, SIGTERM (a cluster pre-empting the job), SIGHUP (the terminal closed) and, under
+    submitit, its preemption signal end the run cleanly after the current iteration, with a
+    checkpoint consistent with its counters; a second Ctrl-C aborts at once."""
     def handler(signum, frame):
         if received and signum == signal.SIGINT:
             raise KeyboardInterrupt
@@ -356,9 +362,12 @@ def _stop_at_iteration_end_on_signal(received: list[int]):
         except ValueError:  # not the main thread (some launchers): keep default behaviour
             pass
 
+    restore_preemption = requeue.catch(received)  # under submitit: its preemption signal too
+
     def restore() -> None:
         for sig, old in previous.items():
             signal.signal(sig, old)
+        restore_preemption()
 
     return restore
 
