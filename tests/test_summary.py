@@ -1,0 +1,76 @@
+"""her-summary and the end-of-sweep callback: one row per setting, failed and running runs shown."""
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from her_rl.rundir import RunLock
+from her_rl.summary import bootstrap_ci, find_runs, main, summarise, write_summary
+
+ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
+
+
+def _fake_run(folder, overrides, results=None):
+    folder.mkdir(parents=True)
+    (folder / "history.jsonl").write_text(json.dumps({"event": "start", "overrides": overrides}) + "\n")
+    if results is not None:
+        (folder / "results.json").write_text(json.dumps(results))
+
+
+def _results(seed, success, solved_at=None, wall=10.0):
+    return {"seed": seed, "eval_success_rate": success, "solved": solved_at is not None,
+            "solved_at_env_steps": solved_at, "wall_time_s": wall}
+
+
+def test_rows_group_seeds_by_setting_and_show_failed_and_running_runs(tmp_path):
+    _fake_run(tmp_path / "a0", ["n=10", "algo.strategy=future", "seed=0", "progress=false"], _results(0, 1.0, 1000, 5.0))
+    _fake_run(tmp_path / "a1", ["n=10", "algo.strategy=future", "seed=1", "budget.env_steps=9"], _results(1, 0.9, 3000, 7.0))
+    _fake_run(tmp_path / "a2", ["n=10", "algo.strategy=future", "seed=2"])  # no results, no live process: failed
+    _fake_run(tmp_path / "b0", ["n=10", "algo.strategy=none", "seed=0"], _results(0, 0.0))
+    _fake_run(tmp_path / "b1", ["n=10", "algo.strategy=none", "seed=1"])
+    lock = RunLock.acquire(tmp_path / "b1")  # a live run holds b1
+    try:
+        rows = {r["setting"]: r for r in summarise(find_runs(tmp_path))}
+    finally:
+        lock.release()
+    her, plain = rows["algo.strategy=future n=10"], rows["algo.strategy=none n=10"]
+    assert (her["seeds"], her["done"], her["failed"], her["running"], her["solved"]) == (3, 2, 1, 0, 2)
+    assert (plain["seeds"], plain["done"], plain["failed"], plain["running"], plain["solved"]) == (2, 1, 0, 1, 0)
+    assert her["mean"] == pytest.approx(0.95) and her["median_steps_to_solve"] == 2000
+    assert her["median_wall_s"] == 6.0 and her["ci_low"] <= 0.95 <= her["ci_high"]
+
+
+def test_bootstrap_interval_covers_the_mean_and_shrinks_with_more_runs():
+    rng = np.random.default_rng(0)
+    few, many = rng.normal(0.5, 0.1, 4), rng.normal(0.5, 0.1, 400)
+    lo, hi = bootstrap_ci(few)
+    assert lo <= few.mean() <= hi
+    lo2, hi2 = bootstrap_ci(many)
+    assert hi2 - lo2 < (hi - lo) / 2
+
+
+def test_a_sweep_ends_with_a_summary_table_csv_and_plots(her_run, tmp_path):
+    sweep = tmp_path / "sweep"
+    p = subprocess.run([her_run, "-m", "n=3,4", "seed=0,1", "budget.env_steps=600", "progress=false",
+                        "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
+                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    table = (sweep / "summary.md").read_text()
+    assert "| n=3 | 2 |" in table and "| n=4 | 2 |" in table
+    assert (sweep / "summary.csv").read_text().count("\n") == 3
+    assert (sweep / "curves.png").stat().st_size > 0 and (sweep / "by_n.png").stat().st_size > 0
+    # the command gives the same table again, for a sweep folder or any folder of runs
+    (sweep / "summary.md").unlink()
+    assert main([str(sweep), "--no-plots"]) == 0 and (sweep / "summary.md").read_text() == table
+
+
+def test_a_folder_without_runs_is_one_line_and_exit_2(tmp_path, capsys):
+    assert main([str(tmp_path)]) == 2
+    assert main([str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("her-summary: error:") == 2 and "Traceback" not in err
+    with pytest.raises(FileNotFoundError):
+        write_summary(tmp_path)
