@@ -164,7 +164,7 @@ def _run_load(task: DictConfig, overrides: list[str], out: Path | None) -> None:
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
-def _hydra_main(cfg: DictConfig) -> None:
+def _hydra_main(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
 
     from her_rl.guard import NonFiniteError
@@ -173,12 +173,23 @@ def _hydra_main(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
     try:
-        run(cfg, out_dir=out, overrides=list(hc.overrides.task))
+        return objective(run(cfg, out_dir=out, overrides=list(hc.overrides.task)), cfg.get("objective", "final_eval"))
     except ConfigError as exc:
         rundir.remove_if_empty(out)  # the folder Hydra made for this refused run
         _fail(exc)
     except (NonFiniteError, OutputError) as exc:
         _fail(exc, exc.exit_code)
+
+
+def objective(results: dict, kind: str = "final_eval") -> float | None:
+    """The number a sweeper (Optuna) maximises; ``load=`` evaluations return None."""
+    if "env_steps" not in results:
+        return None
+    if kind == "steps_to_solve":
+        solved = results.get("solved_at_env_steps")
+        return -float(solved) if solved is not None else -2.0 * float(results["env_steps"])
+    value = results.get("eval_success_rate", results.get("eval_return"))
+    return float(value) if value is not None else float("nan")
 
 
 def main() -> None:

@@ -122,6 +122,7 @@ TOP: dict[str, Any] = {
     "resume": choice(False, True, "auto"),
     "load": optional(TEXT),
     "progress": BOOL,
+    "objective": choice("final_eval", "steps_to_solve"),
 }
 GROUPS = ("algo", "env")
 
@@ -177,6 +178,14 @@ def _check_her_dqn(algo: dict[str, Any]) -> None:
         raise ConfigError(f"algo.batch_size={batch} is not allowed: it is larger than algo.buffer_size ({buffer})")
 
 
+_HER_CONTINUOUS = {  # shared by her_ddpg and her_sac
+    "strategy": choice("future", "final", "episode", "random", "none"), "k": integer(0), "hidden": HIDDEN,
+    "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT, "episodes_per_cycle": integer(1, MAX_ENVS),
+    "updates_per_cycle": COUNT, "polyak": UNIT, "clip_target": BOOL, "normalize": choice("auto", True, False),
+    "norm_clip": POSITIVE,
+}
+
+
 @dataclass(frozen=True)
 class AlgoSchema:
     rules: dict[str, Rule]
@@ -190,6 +199,10 @@ ALGO_SCHEMAS: dict[str, AlgoSchema] = {
         "episodes_per_cycle": integer(1, MAX_ENVS), "updates_per_cycle": COUNT, "polyak": UNIT,
         "double_dqn": BOOL, "epsilon": UNIT, "clip_target": BOOL, "grad_clip": GRAD_NORM,
         "normalize": choice("auto", True, False), "norm_clip": POSITIVE,
+    }, _check_her_dqn),
+    "her_ddpg": AlgoSchema({
+        **_HER_CONTINUOUS, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "random_eps": UNIT,
+        "noise": choice("gaussian", "ou"), "noise_eps": NON_NEGATIVE, "action_l2": NON_NEGATIVE,
     }, _check_her_dqn),
     "reinforce": AlgoSchema({
         **_PG_COMMON, "gamma": UNIT_OPEN_CLOSED, "baseline": choice("none", "critic"), "vf_lr": POSITIVE,
@@ -226,6 +239,7 @@ ENV_GROUP: dict[str, Rule] = {
     "kwargs": Rule("a mapping of constructor arguments", lambda v: isinstance(v, dict)),
     "solved_return": optional(real()),
     "eval_episodes": integer(1, MAX_ENVS),
+    "vectorization": optional(choice("sync", "async")),  # gymnasium's loop over copies (Fetch); null: the env's own
 }
 
 ENV_KWARGS: dict[str, dict[str, Rule]] = {  # keyed by env id, so `env=gym env.id=...` is checked too
