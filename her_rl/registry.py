@@ -41,6 +41,7 @@ class EnvSpaces:
 
 ALGOS: dict[str, AlgoInfo] = {
     "her_dqn": AlgoInfo("her_rl.algos.her_dqn.HerDQN", needs_goal_env=True),
+    "her_ddpg": AlgoInfo("her_rl.algos.her_ddpg.HerDDPG", needs_goal_env=True, action_spaces=("continuous",)),
     "reinforce": AlgoInfo("her_rl.algos.reinforce.Reinforce", action_spaces=("discrete", "continuous")),
     "ppo": AlgoInfo("her_rl.algos.ppo.PPO", action_spaces=("discrete", "continuous")),
     "rnd_ppo": AlgoInfo("her_rl.algos.rnd_ppo.RNDPPO", action_spaces=("discrete", "continuous")),

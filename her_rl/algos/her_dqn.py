@@ -28,10 +28,11 @@ import torch.nn.functional as F
 from gymnasium import spaces
 
 from her_rl.agent import IterationResult
-from her_rl.algos.offpolicy import GoalInputs, collect_episodes, goal_env_spec, polyak_update
+from her_rl.algos.offpolicy import (GoalInputs, clip_to_return_range, collect_episodes, cycle_result, goal_env_spec,
+                                    hindsight_memory, polyak_update)
 from her_rl.envs import make_vec
 from her_rl.registry import ConfigError
-from her_rl.rl.her import STRATEGIES, HindsightMemory
+from her_rl.rl.her import STRATEGIES
 from her_rl.rl.nets import mlp
 
 
@@ -88,12 +89,7 @@ class HerDQN:
         self.inputs = GoalInputs(self.spec, normalize, norm_clip, self.device)
 
         self.rng = np.random.default_rng(seed)
-        self.memory = HindsightMemory(
-            capacity_episodes=max(1, buffer_size // self.horizon), horizon=self.horizon,
-            obs_shape=self.spec.obs_shape, goal_shape=self.spec.goal_shape,
-            compute_reward=self.spec.compute_reward, compute_terminated=self.spec.compute_terminated,
-            strategy=strategy, k=k, obs_dtype=self.spec.obs_dtype, goal_dtype=self.spec.goal_dtype, seed=seed,
-        )
+        self.memory = hindsight_memory(self.spec, buffer_size, strategy, k, seed)
         self.q = mlp(self.inputs.dim, self.n_actions, hidden, activation="relu").to(self.device)
         self.q_target = mlp(self.inputs.dim, self.n_actions, hidden, activation="relu").to(self.device)
         self.q_target.load_state_dict(self.q.state_dict())
@@ -143,7 +139,7 @@ class HerDQN:
                 q_next = q_next_target.max(1).values
             target = reward + self.gamma * not_done * q_next
             if self.clip_target:  # goal-env rewards lie in [-1, 0], so returns lie in [-1/(1-gamma), 0]
-                target = target.clamp(-1.0 / (1.0 - self.gamma), 0.0)
+                target = clip_to_return_range(target, self.gamma)
         q = self.q(x).gather(1, action.unsqueeze(1)).squeeze(1)
         loss = F.smooth_l1_loss(q, target)
         self.optimizer.zero_grad(set_to_none=True)
@@ -161,16 +157,7 @@ class HerDQN:
         self.inputs.update(episodes)
         losses = [self.learn() for _ in range(self.updates_per_cycle)]
         polyak_update(self.q, self.q_target, self.polyak)
-        metrics = {key: float(np.mean([m[key] for m in losses])) for key in losses[0]} if losses else {}
-        metrics["charts/epsilon"] = self.epsilon
-        lengths = episodes["length"]
-        return IterationResult(
-            env_steps=int(lengths.sum()),
-            metrics=metrics,
-            episode_returns=episodes["returns"].tolist(),
-            episode_lengths=lengths.tolist(),
-            episode_successes=episodes["success"].astype(float).tolist(),
-        )
+        return cycle_result(episodes, losses, {"charts/epsilon": self.epsilon})
 
     # -- checkpointing -----------------------------------------------------------------------
     def state_dict(self) -> dict:

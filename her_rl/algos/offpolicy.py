@@ -6,7 +6,11 @@
   else the paper's running mean/std normalisation, clipped;
 * :func:`collect_episodes` plays one lock-step batch of episodes in a vector env (a HER cycle's
   episodes, in parallel) and returns them in :class:`~her_rl.rl.her.HindsightMemory`'s layout;
-* :func:`polyak_update` moves a target network towards its online network.
+* :func:`polyak_update` moves a target network towards its online network;
+* :func:`hindsight_memory`, :func:`clip_to_return_range`, :func:`cycle_result`: the memory, the
+  target clamp and the iteration report every hindsight learner builds the same way;
+* :func:`box_action_space`, :func:`to_env_actions`, :func:`from_env_actions`: continuous learners
+  act in [-1, 1]^A and the env's Box bounds are applied only when stepping.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from her_rl.agent import IterationResult
 from her_rl.registry import ConfigError
+from her_rl.rl.her import HindsightMemory
 from her_rl.rl.normalize import RunningMeanStd
 
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
@@ -178,3 +184,56 @@ def polyak_update(net: torch.nn.Module, target: torch.nn.Module, decay: float) -
     """target <- decay * target + (1 - decay) * net (the HER paper's target update, decay 0.95)."""
     for p, p_target in zip(net.parameters(), target.parameters()):
         p_target.mul_(decay).add_(p, alpha=1.0 - decay)
+
+
+def hindsight_memory(spec: GoalEnvSpec, buffer_size: int, strategy: str, k: int, seed: int) -> HindsightMemory:
+    """A HindsightMemory of ``buffer_size`` transitions shaped by the env (actions as the env takes them)."""
+    return HindsightMemory(
+        capacity_episodes=max(1, buffer_size // spec.horizon), horizon=spec.horizon,
+        obs_shape=spec.obs_shape, goal_shape=spec.goal_shape,
+        compute_reward=spec.compute_reward, compute_terminated=spec.compute_terminated,
+        strategy=strategy, k=k, obs_dtype=spec.obs_dtype, goal_dtype=spec.goal_dtype,
+        action_shape=spec.action_space.shape, action_dtype=spec.action_space.dtype, seed=seed,
+    )
+
+
+def clip_to_return_range(target: torch.Tensor, gamma: float) -> torch.Tensor:
+    """Goal-env rewards lie in [-1, 0], so discounted returns lie in [-1/(1-gamma), 0] (HER paper)."""
+    return target.clamp(-1.0 / (1.0 - gamma), 0.0) if gamma < 1.0 else target.clamp(max=0.0)
+
+
+def cycle_result(episodes: dict[str, np.ndarray], losses: list[dict[str, float]],
+                 extra: dict[str, float] | None = None) -> IterationResult:
+    """One HER cycle's report: mean of each update metric, plus the collected episodes."""
+    metrics = {key: float(np.mean([m[key] for m in losses])) for key in losses[0]} if losses else {}
+    metrics.update(extra or {})
+    lengths = episodes["length"]
+    return IterationResult(
+        env_steps=int(lengths.sum()),
+        metrics=metrics,
+        episode_returns=episodes["returns"].tolist(),
+        episode_lengths=lengths.tolist(),
+        episode_successes=episodes["success"].astype(float).tolist(),
+    )
+
+
+def box_action_space(spec: GoalEnvSpec, env_cfg: dict[str, Any], algo: str) -> spaces.Box:
+    """The env's Box action space; anything else (or unbounded boxes) is a one-line ConfigError."""
+    space = spec.action_space
+    if not isinstance(space, spaces.Box):
+        raise ConfigError(f"{algo} acts in Box (continuous) action spaces only; '{env_cfg.get('name')}' "
+                          f"({env_cfg.get('id')}) has {space}")
+    if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
+        raise ConfigError(f"{algo} needs finite action bounds (its policy ends in tanh); '{env_cfg.get('name')}' "
+                          f"({env_cfg.get('id')}) has {space}")
+    return space
+
+
+def to_env_actions(a: np.ndarray, space: spaces.Box) -> np.ndarray:
+    """Policy actions in [-1, 1] -> the env's [low, high] (affine)."""
+    return (space.low + (a + 1.0) * 0.5 * (space.high - space.low)).astype(space.dtype)
+
+
+def from_env_actions(a: np.ndarray, space: spaces.Box) -> np.ndarray:
+    """The env's [low, high] -> [-1, 1]: the inverse of :func:`to_env_actions` (stored -> policy scale)."""
+    return ((a - space.low) / (space.high - space.low) * 2.0 - 1.0).astype(np.float32)
