@@ -15,6 +15,7 @@ import gymnasium as gym
 
 from her_rl.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
 from her_rl.envs.drag import DragEnv, DragVectorEnv
+from her_rl.envs.fetch import GoalVectorEnv, ensure_registered
 from her_rl.envs.push import PushEnv, PushVectorEnv
 from her_rl.envs.table import check_table_kwargs
 from her_rl.registry import ConfigError
@@ -49,6 +50,7 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) ->
     """
     env_id = env_cfg["id"]
     kwargs = dict(env_cfg.get("kwargs") or {})
+    ensure_registered(env_id, env_cfg.get("name"))  # Fetch ids: import gymnasium-robotics, or one line
     if env_id not in gym.registry:
         raise ConfigError(f"unknown gymnasium env id '{env_id}' (check env.id; e.g. CartPole-v1, Acrobot-v1)")
     # A native numpy-batched implementation (CartPole's steps 20 copies ~3x faster than a loop of
@@ -58,6 +60,10 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) ->
     native = vector_entry is not None and "jax" not in str(vector_entry).lower()
     attempts = [("vector_entry_point", {"seed": seed} if _takes_seed(vector_entry) else {})] if native else []
     attempts.append(("sync", {}))
+    # env.vectorization (sync | async) picks gymnasium's loop explicitly: async steps each copy in
+    # its own worker process (MuJoCo Fetch; see her_rl.envs.fetch for the measurement).
+    if env_cfg.get("vectorization"):
+        attempts = [(str(env_cfg["vectorization"]), {})]
     first_error: Exception | None = None
     for mode, extra in attempts:
         try:
@@ -68,6 +74,8 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) ->
     else:
         message = " ".join(str(first_error).split())  # one line
         raise ConfigError(f"cannot make env '{env_id}': {message}") from first_error
+    if isinstance(envs, gym.vector.AsyncVectorEnv):  # copies in other processes: a local one for compute_reward
+        envs = GoalVectorEnv(envs, env_id, kwargs)
     if seed is not None:
         envs.action_space.seed(seed)
     return envs

@@ -1,0 +1,87 @@
+"""The MuJoCo Fetch tasks of gymnasium-robotics, an optional extra: ``pip install -e ".[robotics]"``.
+
+``FetchReach-v4``, ``FetchPush-v4``, ``FetchSlide-v4`` and ``FetchPickAndPlace-v4`` are registered
+with gymnasium only when ``gymnasium_robotics`` is imported. :func:`ensure_registered` does that on
+demand for ``Fetch*`` ids (``her_rl.envs.make_vec`` and the config check's env probe call it), so
+runs on the other envs never import MuJoCo, and a missing or unsuitable extra is one ConfigError
+line that names the install command.
+
+Fetch has no batched implementation: ``make_vec`` steps copies with gymnasium's SyncVectorEnv or
+AsyncVectorEnv (``env.vectorization``). The Fetch YAMLs pick ``sync``: on this 2-core machine it
+stepped FetchPush-v4 as fast as or faster than ``async`` with 2, 4 and 16 copies in lock-step HER
+collection (``scripts/bench_fetch_vec.py``; a MuJoCo step is about 1 ms, too short for the
+inter-process round trip to pay off on 2 shared cores). An AsyncVectorEnv's copies live in worker
+processes, so :class:`GoalVectorEnv` wraps it with one local copy that answers ``compute_reward``,
+``compute_terminated`` and ``max_episode_steps`` (Fetch's reward and termination rules depend on
+the goals only, never on the simulator state).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from typing import Any
+
+import gymnasium as gym
+
+from her_rl.registry import ConfigError
+
+ROBOTICS_VERSIONS = "gymnasium-robotics 1.4.2, mujoco 3.3.7"
+INSTALL = f'pip install -e ".[robotics]" ({ROBOTICS_VERSIONS})'
+VECTORIZATION = ("sync", "async")
+
+
+def needs_robotics(env_id: str) -> bool:
+    """Whether ``env_id`` is one of gymnasium-robotics' Fetch tasks (``FetchPush-v4``, ...)."""
+    return str(env_id).startswith("Fetch")
+
+
+def ensure_registered(env_id: str, name: str | None = None) -> None:
+    """Import gymnasium-robotics (which registers its ids) when ``env_id`` is a Fetch task.
+
+    Raises a one-line ConfigError naming the install command when gymnasium_robotics or mujoco
+    cannot be imported, or when mujoco is a 4.x release (its joint setup breaks gymnasium-robotics
+    1.4.x: an AssertionError in ``set_joint_qpos``). Other ids are left alone.
+    """
+    if not needs_robotics(env_id):
+        return
+    label = f"env '{name}'" if name else f"env.id '{env_id}'"
+    try:
+        import mujoco
+
+        version = str(getattr(mujoco, "__version__", "0"))
+        if not version.startswith("3."):  # checked before gymnasium_robotics is imported against it
+            raise ConfigError(f"{label} needs mujoco 3.x; mujoco {version} is installed: {INSTALL}")
+        # gymnasium_robotics prints a Farama notice about its Adroit envs on stderr when imported.
+        with contextlib.redirect_stderr(io.StringIO()):
+            import gymnasium_robotics
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or "gymnasium_robotics"
+        raise ConfigError(f"{label} needs the robotics extra ({missing} is not installed): {INSTALL}") from None
+    gym.register_envs(gymnasium_robotics)  # a no-op that marks the import as used (gymnasium 1.x)
+    if env_id not in gym.registry:
+        fetch = sorted(k for k in gym.registry if needs_robotics(k) and "Dense" not in k)
+        raise ConfigError(f"unknown Fetch env id '{env_id}'; gymnasium-robotics registers: {', '.join(fetch)}")
+
+
+class GoalVectorEnv(gym.vector.VectorWrapper):
+    """A vector env whose copies run elsewhere (AsyncVectorEnv), plus one local copy for the goal
+    env's pure functions: ``compute_reward``, ``compute_terminated`` and ``max_episode_steps``."""
+
+    def __init__(self, envs: gym.vector.VectorEnv, env_id: str, kwargs: dict[str, Any]):
+        super().__init__(envs)
+        self.local_env = gym.make(env_id, disable_env_checker=True, **kwargs)
+        unwrapped = self.local_env.unwrapped
+        self.compute_reward = unwrapped.compute_reward
+        if hasattr(unwrapped, "compute_terminated"):
+            self.compute_terminated = unwrapped.compute_terminated
+        limit = self.local_env.spec.max_episode_steps if self.local_env.spec is not None else None
+        self.max_episode_steps = int(limit) if limit else None
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self.local_env.close()
+        super().close_extras(**kwargs)
+
+    def close(self, **kwargs: Any) -> None:
+        self.local_env.close()
+        super().close(**kwargs)
