@@ -48,7 +48,8 @@ ALGOS: dict[str, AlgoInfo] = {
 }
 
 # The env config groups (her_rl/conf/env/<name>.yaml), for the CLI's early name check.
-ENVS: tuple[str, ...] = ("bitflip", "cartpole", "deep_sea", "drag", "gym", "mountaincar", "pendulum", "push")
+ENVS: tuple[str, ...] = ("bitflip", "cartpole", "deep_sea", "drag", "fetch_pick_and_place", "fetch_push", "fetch_reach",
+                         "fetch_slide", "gym", "mountaincar", "pendulum", "push")
 
 
 def _choices(names) -> str:
