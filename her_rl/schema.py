@@ -204,6 +204,10 @@ ALGO_SCHEMAS: dict[str, AlgoSchema] = {
         **_HER_CONTINUOUS, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "random_eps": UNIT,
         "noise": choice("gaussian", "ou"), "noise_eps": NON_NEGATIVE, "action_l2": NON_NEGATIVE,
     }, _check_her_dqn),
+    "her_sac": AlgoSchema({
+        **_HER_CONTINUOUS, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "alpha_lr": POSITIVE, "alpha_init": POSITIVE,
+        "autotune": BOOL, "target_entropy": optional(real()),
+    }, _check_her_dqn),
     "reinforce": AlgoSchema({
         **_PG_COMMON, "gamma": UNIT_OPEN_CLOSED, "baseline": choice("none", "critic"), "vf_lr": POSITIVE,
         "normalize_adv": BOOL, "max_episode_steps": COUNT,

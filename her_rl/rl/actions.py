@@ -289,9 +289,14 @@ class ContinuousAction(Action):
         u = self.dist.rsample()
         return torch.tanh(u) if self.squash else u
 
-    def sample_with_log_prob(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(action, log_prob)`` computed from the pre-tanh sample (no atanh round trip)."""
-        u = self.dist.rsample()
+    def sample_with_log_prob(self, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(action, log_prob)`` computed from the pre-tanh sample (no atanh round trip); reparameterised,
+        drawn with ``generator`` when given (an algorithm's own, so its runs do not share torch's global one)."""
+        if generator is None:
+            u = self.dist.rsample()
+        else:
+            u = self.mean + self.std * torch.randn(self.mean.shape, generator=generator, device=self.mean.device,
+                                                   dtype=self.mean.dtype)
         return (torch.tanh(u) if self.squash else u), self._log_prob_pre(u)
 
     def _log_prob_pre(self, u: torch.Tensor) -> torch.Tensor:
