@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from hydra.experimental.callback import Callback
 
 # Keys that do not define an experiment (run bookkeeping; seeds are what a row averages over).
 NOT_A_SETTING = ("seed", "resume", "load", "progress", "device", "threads", "budget.", "eval.every_iterations",
@@ -234,7 +235,7 @@ def write_summary(root: Path, plots: bool = True, out=sys.stdout) -> list[dict[s
     return rows
 
 
-class SummaryCallback:
+class SummaryCallback(Callback):
     """Hydra callback: summarise the sweep folder when a multirun ends (``hydra.callbacks``)."""
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
