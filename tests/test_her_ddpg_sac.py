@@ -186,6 +186,7 @@ def test_discrete_push_is_refused_from_the_command_line(her_run, tmp_path):
                        timeout=120)
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert "algo 'her_ddpg' acts in continuous action spaces" in p.stderr and "Traceback" not in p.stderr
+    assert p.stderr.strip().count("\n") == 0  # one line
     assert not (tmp_path / "r").exists()
 
 
