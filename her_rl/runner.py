@@ -31,7 +31,7 @@ from her_rl.config import resolved, validate
 from her_rl.envs import make_vec
 from her_rl.evaluation import build, device_name, eval_seed, evaluate, evaluate_checkpoint, load_agent
 from her_rl.guard import Guard, NonFiniteError
-from her_rl.logger import RunLogger
+from her_rl.logger import RunLogger, final_metrics, hparams_of
 from her_rl.registry import ConfigError, EnvSpaces
 from her_rl import requeue
 from her_rl.resume import describe, merge
@@ -263,6 +263,7 @@ def _train(plan: Plan) -> dict[str, Any]:
 
     logger = RunLogger(out, budget, start_step=state["env_steps"] + 1 if state["env_steps"] else 0,
                        progress=bool(cfg.progress), desc=f"{cfg.algo.name}/{cfg.env.name}")
+    logger.config(OmegaConf.to_yaml(cfg))
     interrupted: list[int] = []
     restore_signals = _stop_at_iteration_end_on_signal(interrupted)
     start = time.perf_counter() - state["wall_time_s"]
@@ -319,6 +320,8 @@ def _train(plan: Plan) -> dict[str, Any]:
             if _is_solved(cfg, goal_env, state["eval"]) and state["solved_at_env_steps"] is None:
                 state["solved_at_env_steps"] = state["env_steps"]
         state["wall_time_s"] = time.perf_counter() - start
+        if not interrupted:
+            logger.hparams(hparams_of(config, plan.overrides), final_metrics(_results(cfg, state, goal_env, ckpt_path)))
         saved_final = save_checkpoint(final=True)
     finally:
         logger.close()

@@ -74,3 +74,22 @@ def test_a_folder_without_runs_is_one_line_and_exit_2(tmp_path, capsys):
     assert err.count("her-summary: error:") == 2 and "Traceback" not in err
     with pytest.raises(FileNotFoundError):
         write_summary(tmp_path)
+
+
+def test_every_run_logs_its_config_and_hparams_with_final_metrics(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from her_rl.runner import main as run_main
+
+    results = run_main(["n=4", "algo.lr=0.002", "progress=false", "budget.env_steps=300"], out_dir=tmp_path)
+    acc = EventAccumulator(str(tmp_path / "tb"), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    assert "hparams/eval_success_rate" in acc.Tags()["scalars"]
+    assert acc.Scalars("hparams/env_steps")[0].value == results["env_steps"]
+    plugin = acc.PluginTagToContent("hparams")  # the HParams tab's session summaries
+    assert "_hparams_/session_start_info" in plugin and "_hparams_/experiment" in plugin
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    start = plugin_data_pb2.HParamsPluginData.FromString(plugin["_hparams_/session_start_info"]).session_start_info
+    assert start.hparams["algo.lr"].number_value == pytest.approx(0.002) and start.hparams["algo"].string_value == "her_dqn"
+    assert "config" in str(acc.Tags().get("tensors", []))  # the config as text
