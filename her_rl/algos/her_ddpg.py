@@ -14,9 +14,10 @@ networks (decay ``polyak``).
     explore: with probability random_eps a uniform action, else pi + noise_eps * N(0, 1) (or OU noise),
              clipped to [-1, 1]: noise is measured in half-ranges of the action box, as in baselines.
 
-Departures from the paper, all configurable: one process and one batched env instead of MPI
-workers (the paper's 8 workers x 2 episodes per cycle become ``episodes_per_cycle`` episodes
-played in parallel); a transition is terminal only where the env's own ``compute_terminated`` says so.
+Departures from the paper, all configurable: one process and one batched env instead of 8 MPI
+workers: the paper's 8 workers x 2 episodes of a cycle become ``episodes_per_cycle`` = 16 episodes
+played in parallel, and each of the 40 updates takes one batch of 256 (not 8 averaged); a
+transition is terminal only where the env's own ``compute_terminated`` says so.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class HerDDPG:
         gamma: float = 0.98,
         batch_size: int = 256,
         buffer_size: int = 1_000_000,
-        episodes_per_cycle: int = 2,
+        episodes_per_cycle: int = 16,
         updates_per_cycle: int = 40,
         polyak: float = 0.95,
         random_eps: float = 0.3,

@@ -71,7 +71,7 @@ class HerSAC:
         gamma: float = 0.98,
         batch_size: int = 256,
         buffer_size: int = 1_000_000,
-        episodes_per_cycle: int = 2,
+        episodes_per_cycle: int = 16,
         updates_per_cycle: int = 40,
         polyak: float = 0.95,
         clip_target: bool = False,
