@@ -25,6 +25,8 @@ from her_rl.registry import ConfigError
 LOCK = ".her-run.lock"
 HISTORY = "history.jsonl"
 SUFFIX_RESOLVER = "run_suffix"
+SWEPT_RESOLVER = "swept_dirname"
+SWEPT_ENV = "HER_RL_SWEPT_KEYS"  # set by SweptKeys at the start of a multirun; jobs inherit it
 
 
 def suffix() -> str:
@@ -32,10 +34,45 @@ def suffix() -> str:
     return secrets.token_hex(3)
 
 
+def swept_dirname(fallback: str, task: Any) -> str:
+    """A sweep job's folder name: only the overrides whose key the sweep varies (``n=20,algo.strategy=
+    future``, not every override given); Hydra's full ``override_dirname`` when the swept keys are
+    unknown (a job started outside a multirun) or none vary."""
+    keys = set(filter(None, os.environ.get(SWEPT_ENV, "").split(",")))
+    parts = sorted(str(o) for o in (task or []) if str(o).lstrip("+~").split("=", 1)[0] in keys)
+    return ",".join(parts) if keys and parts else fallback
+
+
 def register_resolvers() -> None:
-    """``${run_suffix:}`` in the Hydra run/sweep folder names (cached: one value per config)."""
+    """``${run_suffix:}`` and ``${swept_dirname:...}`` in the Hydra run/sweep folder names
+    (the suffix is cached: one value per config)."""
     if not OmegaConf.has_resolver(SUFFIX_RESOLVER):
         OmegaConf.register_new_resolver(SUFFIX_RESOLVER, suffix, use_cache=True)
+    if not OmegaConf.has_resolver(SWEPT_RESOLVER):
+        OmegaConf.register_new_resolver(SWEPT_RESOLVER, swept_dirname)
+
+
+class SweptKeys:
+    """Hydra callback: at the start of a multirun, note which keys the sweep varies (sweep syntax on
+    the command line, or an experiment's ``hydra.sweeper.params``) for :func:`swept_dirname`."""
+
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        given = [str(o) for o in config.hydra.overrides.task]
+        params = config.hydra.sweeper.get("params") or {}
+        given += [f"{key}={value}" for key, value in params.items()]
+        try:
+            parsed = OverridesParser.create().parse_overrides(given)
+        except Exception:  # noqa: BLE001  (Hydra itself reports a malformed override)
+            return
+        keys = sorted({o.key_or_group for o in parsed if o.is_sweep_override()})
+        os.environ[SWEPT_ENV] = ",".join(keys)
+
+    def __getattr__(self, name: str):  # Hydra calls every hook; the others do nothing here
+        if name.startswith("on_"):
+            return lambda *args, **kwargs: None
+        raise AttributeError(name)
 
 
 def default_dir(algo: str, env: str, seed: int) -> Path:

@@ -93,3 +93,26 @@ def test_every_run_logs_its_config_and_hparams_with_final_metrics(tmp_path):
     start = plugin_data_pb2.HParamsPluginData.FromString(plugin["_hparams_/session_start_info"]).session_start_info
     assert start.hparams["algo.lr"].number_value == pytest.approx(0.002) and start.hparams["algo"].string_value == "her_dqn"
     assert "config" in str(acc.Tags().get("tensors", []))  # the config as text
+
+
+def test_sweep_job_folders_are_named_by_the_keys_the_sweep_varies(her_run, tmp_path):
+    sweep = tmp_path / "sweep"
+    p = subprocess.run([her_run, "-m", "n=3,4", "seed=0", "algo.lr=0.001", "budget.env_steps=300", "progress=false",
+                        f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert sorted(d.name for d in sweep.iterdir() if d.is_dir()) == ["n=3", "n=4"]
+
+
+def test_swept_keys_come_from_sweep_syntax_and_experiment_params(monkeypatch):
+    from omegaconf import OmegaConf
+
+    from her_rl.rundir import SWEPT_ENV, SweptKeys, swept_dirname
+
+    monkeypatch.setenv(SWEPT_ENV, "")  # restored (removed) after the test, whatever SweptKeys sets
+    assert swept_dirname("n=3,seed=0", ["n=3", "seed=0"]) == "n=3,seed=0"  # outside a multirun: Hydra's name
+    cfg = OmegaConf.create({"hydra": {"overrides": {"task": ["n=3,4", "seed=0", "experiment=x"]},
+                                      "sweeper": {"params": {"algo.strategy": "none,future", "size": "7"}}}})
+    SweptKeys().on_multirun_start(cfg)
+    assert os.environ[SWEPT_ENV] == "algo.strategy,n"
+    assert swept_dirname("full", ["seed=0", "n=4", "algo.strategy=none", "experiment=x"]) == "algo.strategy=none,n=4"
+    assert swept_dirname("full", ["seed=0"]) == "full"
