@@ -31,9 +31,8 @@ import torch.nn.functional as F
 
 from her_rl.agent import IterationResult
 from her_rl.algos.offpolicy import (GoalInputs, box_action_space, clip_to_return_range, collect_episodes,
-                                    cycle_result, from_env_actions, goal_env_spec, hindsight_memory,
+                                    cycle_result, from_env_actions, cycle_envs, hindsight_memory,
                                     polyak_update, to_env_actions)
-from her_rl.envs import make_vec
 from her_rl.registry import ConfigError
 from her_rl.rl.her import STRATEGIES
 from her_rl.rl.nets import mlp
@@ -106,10 +105,7 @@ class HerDDPG:
         self.gamma, self.batch_size, self.updates_per_cycle, self.polyak = gamma, batch_size, updates_per_cycle, polyak
         self.random_eps, self.noise_eps, self.action_l2, self.clip_target = random_eps, noise_eps, action_l2, clip_target
 
-        self.envs = make_vec(env, episodes_per_cycle, seed=seed)
-        if hasattr(self.envs, "autoreset"):
-            self.envs.autoreset = False  # lock-step episodes; steps after an episode ends are masked
-        self.spec = goal_env_spec(self.envs, env, "her_ddpg")
+        self.envs, self.spec = cycle_envs(env, episodes_per_cycle, seed, "her_ddpg")
         self.action_space = box_action_space(self.spec, env, "her_ddpg")
         self.horizon = self.spec.horizon
         self.act_dim = int(np.prod(self.action_space.shape))

@@ -28,9 +28,8 @@ import torch.nn.functional as F
 from gymnasium import spaces
 
 from her_rl.agent import IterationResult
-from her_rl.algos.offpolicy import (GoalInputs, clip_to_return_range, collect_episodes, cycle_result, goal_env_spec,
+from her_rl.algos.offpolicy import (GoalInputs, clip_to_return_range, collect_episodes, cycle_result, cycle_envs,
                                     hindsight_memory, polyak_update)
-from her_rl.envs import make_vec
 from her_rl.registry import ConfigError
 from her_rl.rl.her import STRATEGIES
 from her_rl.rl.nets import mlp
@@ -77,10 +76,7 @@ class HerDQN:
         self.updates_per_cycle, self.polyak, self.double_dqn = updates_per_cycle, polyak, double_dqn
         self.clip_target, self.grad_clip = clip_target, grad_clip
 
-        self.envs = make_vec(env, episodes_per_cycle, seed=seed)
-        if hasattr(self.envs, "autoreset"):
-            self.envs.autoreset = False  # lock-step episodes; steps after an episode ends are masked
-        self.spec = goal_env_spec(self.envs, env, "her_dqn")
+        self.envs, self.spec = cycle_envs(env, episodes_per_cycle, seed, "her_dqn")
         if not isinstance(self.spec.action_space, spaces.Discrete):
             raise ConfigError(f"her_dqn acts in Discrete action spaces only; '{env.get('name')}' ({env.get('id')}) "
                               f"has {self.spec.action_space}")

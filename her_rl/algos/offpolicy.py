@@ -144,6 +144,16 @@ class GoalInputs:
         self._refresh()
 
 
+def cycle_envs(env_cfg: dict[str, Any], num_envs: int, seed: int, algo: str) -> tuple[gym.vector.VectorEnv, GoalEnvSpec]:
+    """The vector env a learner collects its cycles in, and what it needs to know of it."""
+    from her_rl.envs import make_vec  # here, not at the top: her_rl.envs is heavier than these helpers
+
+    envs = make_vec(env_cfg, num_envs, seed=seed)
+    if hasattr(envs, "autoreset"):
+        envs.autoreset = False  # lock-step episodes; steps after an episode ends are masked
+    return envs, goal_env_spec(envs, env_cfg, algo)
+
+
 def collect_episodes(envs: gym.vector.VectorEnv, spec: GoalEnvSpec, act: Callable, seed: int) -> dict[str, np.ndarray]:
     """Play one episode in every copy of ``envs``, all starting together (lock-step).
 
