@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from her_rl.agent import IterationResult
 from her_rl.algos.offpolicy import (GoalInputs, box_action_space, clip_to_return_range, collect_episodes,
-                                    cycle_result, from_env_actions, cycle_envs, hindsight_memory,
+                                    continuous_batch, cycle_result, cycle_envs, hindsight_memory,
                                     polyak_update, to_env_actions)
 from her_rl.registry import ConfigError
 from her_rl.rl.her import STRATEGIES
@@ -152,7 +152,7 @@ class HerDDPG:
     # -- memory ------------------------------------------------------------------------------
     def remember(self, episodes: dict[str, np.ndarray]) -> None:
         """Store a batch of episodes (see ``HindsightMemory.remember`` for the keys)."""
-        self.memory.remember(**{key: episodes[key] for key in ("obs", "achieved_goal", "desired_goal", "action", "length")})
+        self.memory.remember_episodes(episodes)
 
     def collect(self) -> dict[str, np.ndarray]:
         """Play one batch of lock-step episodes with exploration (see ``collect_episodes``)."""
@@ -162,15 +162,8 @@ class HerDDPG:
 
     # -- learning ----------------------------------------------------------------------------
     def tensors(self, b: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-        """A sampled batch as network-ready tensors: normalised inputs, actions in [-1, 1]."""
-        as_t = lambda v: torch.as_tensor(v, dtype=torch.float32, device=self.device)  # noqa: E731
-        return {
-            "x": self.inputs(b["obs"], b["goal"]),
-            "x_next": self.inputs(b["next_obs"], b["goal"]),
-            "action": as_t(from_env_actions(b["action"], self.action_space).reshape(len(b["reward"]), -1)),
-            "reward": as_t(b["reward"]),
-            "not_done": 1.0 - as_t(b["terminated"]),
-        }
+        """A sampled batch as network-ready tensors (see ``offpolicy.continuous_batch``)."""
+        return continuous_batch(b, self.inputs, self.action_space, self.device)
 
     def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
         """One critic and one actor step on a batch of tensors (see :meth:`tensors`)."""

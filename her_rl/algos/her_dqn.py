@@ -107,7 +107,7 @@ class HerDQN:
     # -- memory ------------------------------------------------------------------------------
     def remember(self, episodes: dict[str, np.ndarray]) -> None:
         """Store a batch of episodes (see ``HindsightMemory.remember`` for the keys)."""
-        self.memory.remember(**{key: episodes[key] for key in ("obs", "achieved_goal", "desired_goal", "action", "length")})
+        self.memory.remember_episodes(episodes)
 
     def hindsight(self, episode_index: int) -> dict[str, np.ndarray]:
         """The relabelled transitions HER derives from one stored episode (for inspection)."""

@@ -239,6 +239,21 @@ def box_action_space(spec: GoalEnvSpec, env_cfg: dict[str, Any], algo: str) -> s
     return space
 
 
+def continuous_batch(b: dict[str, np.ndarray], inputs: GoalInputs, space: spaces.Box,
+                     device: torch.device) -> dict[str, torch.Tensor]:
+    """A sampled batch for a continuous-action learner: normalised inputs, actions back in [-1, 1]."""
+    def as_t(v):
+        return torch.as_tensor(v, dtype=torch.float32, device=device)
+
+    return {
+        "x": inputs(b["obs"], b["goal"]),
+        "x_next": inputs(b["next_obs"], b["goal"]),
+        "action": as_t(from_env_actions(b["action"], space).reshape(len(b["reward"]), -1)),
+        "reward": as_t(b["reward"]),
+        "not_done": 1.0 - as_t(b["terminated"]),
+    }
+
+
 def to_env_actions(a: np.ndarray, space: spaces.Box) -> np.ndarray:
     """Policy actions in [-1, 1] -> the env's [low, high] (affine)."""
     return (space.low + (a + 1.0) * 0.5 * (space.high - space.low)).astype(space.dtype)

@@ -98,6 +98,13 @@ class HindsightMemory:
         self.episodes.add(obs=obs, achieved_goal=achieved_goal, desired_goal=desired_goal, action=action, length=length)
         self._cum_length = None
 
+    EPISODE_KEYS = ("obs", "achieved_goal", "desired_goal", "action", "length")
+
+    def remember_episodes(self, episodes: dict[str, np.ndarray]) -> None:
+        """Store what :func:`~her_rl.algos.offpolicy.collect_episodes` returned (its other keys, such as
+        success and returns, are reports, not memory)."""
+        self.remember(**{key: episodes[key] for key in self.EPISODE_KEYS})
+
     def __len__(self) -> int:
         """Number of stored transitions."""
         return int(self._cumulative()[-1]) if len(self.episodes) else 0
