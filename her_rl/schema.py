@@ -197,7 +197,7 @@ ALGO_SCHEMAS: dict[str, AlgoSchema] = {
         "strategy": choice("future", "final", "episode", "random", "none"), "k": integer(0), "hidden": HIDDEN,
         "lr": POSITIVE, "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT,
         "episodes_per_cycle": integer(1, MAX_ENVS), "updates_per_cycle": COUNT, "polyak": UNIT,
-        "double_dqn": BOOL, "epsilon": UNIT, "clip_target": BOOL, "grad_clip": GRAD_NORM,
+        "updates_per_step": optional(POSITIVE), "n_step": integer(1, 1000), "double_dqn": BOOL, "epsilon": UNIT, "clip_target": BOOL, "grad_clip": GRAD_NORM,
         "normalize": choice("auto", True, False), "norm_clip": POSITIVE,
     }, _check_her_dqn),
     "her_ddpg": AlgoSchema({

@@ -11,6 +11,8 @@ Departures from the paper's bit-flip setup (Andrychowicz et al. 2017), all confi
     * one process with a batched env instead of 8 MPI workers; the 16 episodes of a cycle
       are played in parallel in one numpy call;
     * two hidden layers of 256 (paper: one); double DQN targets by default (``double_dqn``); Huber loss;
+    * optional n-step returns under the relabelled goal (``n_step``, see her_rl/rl/her.py) and a
+      number of updates per cycle that follows the env steps collected (``updates_per_step``);
     * a transition is terminal only where the env's own ``compute_terminated`` says so (bit-flip
       ends on success, push and drag do not), so truncation is always bootstrapped;
     * bits enter the network as +-1 instead of running-mean normalisation (the statistics of
@@ -29,7 +31,7 @@ from gymnasium import spaces
 
 from her_rl.agent import IterationResult
 from her_rl.algos.offpolicy import (GoalInputs, clip_to_return_range, collect_episodes, cycle_result, cycle_envs,
-                                    hindsight_memory, polyak_update)
+                                    hindsight_memory, polyak_update, updates_for_cycle)
 from her_rl.registry import ConfigError
 from her_rl.rl.her import STRATEGIES
 from her_rl.rl.nets import mlp
@@ -52,6 +54,8 @@ class HerDQN:
         buffer_size: int = 1_000_000,
         episodes_per_cycle: int = 16,
         updates_per_cycle: int = 40,
+        updates_per_step: float | None = None,
+        n_step: int = 1,
         polyak: float = 0.95,
         double_dqn: bool = True,
         epsilon: float = 0.2,
@@ -63,7 +67,8 @@ class HerDQN:
         if strategy not in STRATEGIES:
             raise ConfigError(f"unknown HER strategy '{strategy}'; valid choices: {', '.join(STRATEGIES)}")
         for key, value in {"lr": lr, "batch_size": batch_size, "buffer_size": buffer_size,
-                           "episodes_per_cycle": episodes_per_cycle}.items():
+                           "episodes_per_cycle": episodes_per_cycle, "n_step": n_step,
+                           "updates_per_step": 1 if updates_per_step is None else updates_per_step}.items():
             if not value > 0:
                 raise ConfigError(f"algo.{key} must be > 0, got {value}")
         if batch_size > buffer_size:
@@ -73,7 +78,8 @@ class HerDQN:
 
         self.device = torch.device(device)
         self.gamma, self.batch_size, self.epsilon = gamma, batch_size, epsilon
-        self.updates_per_cycle, self.polyak, self.double_dqn = updates_per_cycle, polyak, double_dqn
+        self.updates_per_cycle, self.updates_per_step = updates_per_cycle, updates_per_step
+        self.polyak, self.double_dqn = polyak, double_dqn
         self.clip_target, self.grad_clip = clip_target, grad_clip
 
         self.envs, self.spec = cycle_envs(env, episodes_per_cycle, seed, "her_dqn")
@@ -85,7 +91,7 @@ class HerDQN:
         self.inputs = GoalInputs(self.spec, normalize, norm_clip, self.device)
 
         self.rng = np.random.default_rng(seed)
-        self.memory = hindsight_memory(self.spec, buffer_size, strategy, k, seed)
+        self.memory = hindsight_memory(self.spec, buffer_size, strategy, k, seed, n_step=n_step, gamma=gamma)
         self.q = mlp(self.inputs.dim, self.n_actions, hidden, activation="relu").to(self.device)
         self.q_target = mlp(self.inputs.dim, self.n_actions, hidden, activation="relu").to(self.device)
         self.q_target.load_state_dict(self.q.state_dict())
@@ -120,20 +126,22 @@ class HerDQN:
 
     # -- learning ----------------------------------------------------------------------------
     def learn(self) -> dict[str, float]:
-        """One gradient step on a relabelled batch: (double) DQN target, Huber loss."""
+        """One gradient step on a relabelled batch: (double) DQN target over the memory's (n-step)
+        return and discount, Huber loss."""
         b = self.memory.sample(self.batch_size, self.rng)
         x = self.inputs(b["obs"], b["goal"])
         x_next = self.inputs(b["next_obs"], b["goal"])
         action = torch.as_tensor(b["action"], device=self.device)
         reward = torch.as_tensor(b["reward"], device=self.device)
         not_done = 1.0 - torch.as_tensor(b["terminated"], dtype=torch.float32, device=self.device)
+        discount = torch.as_tensor(b["discount"], device=self.device)  # gamma ** steps of the n-step return
         with torch.no_grad():  # Q(s') outside the graph: backward costs as much as the forward passes
             q_next_target = self.q_target(x_next)
             if self.double_dqn:
                 q_next = q_next_target.gather(1, self.q(x_next).argmax(1, keepdim=True)).squeeze(1)
             else:
                 q_next = q_next_target.max(1).values
-            target = reward + self.gamma * not_done * q_next
+            target = reward + discount * not_done * q_next
             if self.clip_target:  # goal-env rewards lie in [-1, 0], so returns lie in [-1/(1-gamma), 0]
                 target = clip_to_return_range(target, self.gamma)
         q = self.q(x).gather(1, action.unsqueeze(1)).squeeze(1)
@@ -151,7 +159,8 @@ class HerDQN:
         episodes = self.collect()
         self.remember(episodes)
         self.inputs.update(episodes)
-        losses = [self.learn() for _ in range(self.updates_per_cycle)]
+        steps = int(episodes["length"].sum())
+        losses = [self.learn() for _ in range(updates_for_cycle(self.updates_per_cycle, self.updates_per_step, steps))]
         polyak_update(self.q, self.q_target, self.polyak)
         return cycle_result(episodes, losses, {"charts/epsilon": self.epsilon})
 

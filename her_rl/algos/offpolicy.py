@@ -196,7 +196,8 @@ def polyak_update(net: torch.nn.Module, target: torch.nn.Module, decay: float) -
         p_target.mul_(decay).add_(p, alpha=1.0 - decay)
 
 
-def hindsight_memory(spec: GoalEnvSpec, buffer_size: int, strategy: str, k: int, seed: int) -> HindsightMemory:
+def hindsight_memory(spec: GoalEnvSpec, buffer_size: int, strategy: str, k: int, seed: int, n_step: int = 1,
+                     gamma: float | None = None) -> HindsightMemory:
     """A HindsightMemory of ``buffer_size`` transitions shaped by the env (actions as the env takes them)."""
     return HindsightMemory(
         capacity_episodes=max(1, buffer_size // spec.horizon), horizon=spec.horizon,
@@ -204,7 +205,16 @@ def hindsight_memory(spec: GoalEnvSpec, buffer_size: int, strategy: str, k: int,
         compute_reward=spec.compute_reward, compute_terminated=spec.compute_terminated,
         strategy=strategy, k=k, obs_dtype=spec.obs_dtype, goal_dtype=spec.goal_dtype,
         action_shape=spec.action_space.shape, action_dtype=spec.action_space.dtype, seed=seed,
+        n_step=n_step, gamma=gamma,
     )
+
+
+def updates_for_cycle(updates_per_cycle: int, updates_per_step: float | None, cycle_steps: int) -> int:
+    """Gradient steps per cycle: ``updates_per_step`` (a ratio to env steps, kept as the cycle's size
+    changes with the task, e.g. bit-flip's horizon n) wins over the fixed ``updates_per_cycle``."""
+    if updates_per_step is None:
+        return int(updates_per_cycle)
+    return max(1, round(updates_per_step * cycle_steps))
 
 
 def clip_to_return_range(target: torch.Tensor, gamma: float) -> torch.Tensor:

@@ -11,6 +11,14 @@ Transitions are drawn uniformly over all stored steps, as in the paper and Stabl
 episode is picked with probability proportional to its length, so the steps of short (successful)
 episodes are not over-sampled.
 
+With ``n_step`` > 1 a transition carries an n-step return under its (relabelled) goal: the
+rewards of up to n steps, each recomputed with ``compute_reward`` for that goal, summed with
+discount gamma and cut at the episode's end or at the first step the env calls terminal; its
+``next_obs`` is the observation after the last counted step and ``discount`` is gamma to the
+power of the steps counted, so a learner's target is ``reward + discount * (1 - terminated) * V``.
+The segment's actions come from the behaviour policy, so n > 1 trades bias for faster
+propagation of reward along long episodes (no off-policy correction, as in Rainbow's n-step DQN).
+
 Strategies (paper, section 4.5):
     future   an achieved goal from a later step of the same episode (t+1 ... end)
     final    the episode's last achieved goal
@@ -65,12 +73,19 @@ class HindsightMemory:
         action_shape: Sequence[int] = (),
         action_dtype=np.int64,
         seed: int | None = None,
+        n_step: int = 1,
+        gamma: float | None = None,
     ):
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown HER strategy '{strategy}'; valid choices: {', '.join(STRATEGIES)}")
         if isinstance(k, bool) or int(k) != k or k < 0:
             raise ValueError(f"HER k must be an integer >= 0, got {k!r}")
+        if isinstance(n_step, bool) or int(n_step) != n_step or n_step < 1:
+            raise ValueError(f"n_step must be an integer >= 1, got {n_step!r}")
+        if n_step > 1 and gamma is None:
+            raise ValueError("n_step > 1 needs gamma (the n-step return is discounted)")
         self.horizon, self.strategy, self.k = int(horizon), strategy, int(k)
+        self.n_step, self.gamma = int(n_step), gamma
         self.compute_reward, self.compute_terminated = compute_reward, compute_terminated
         self.relabel_prob = 0.0 if strategy == "none" else self.k / (self.k + 1.0)
         T = self.horizon
@@ -140,25 +155,38 @@ class HindsightMemory:
 
     def _transitions(self, ep, t, goal) -> dict[str, np.ndarray]:
         d = self.episodes.data
-        next_ag = d["achieved_goal"][ep, t + 1]
-        reward = np.asarray(self.compute_reward(next_ag, goal, None), dtype=np.float32).reshape(len(ep))
+        B, m = len(ep), self.n_step
+        L = d["length"][ep]
+        idx = t[:, None] + 1 + np.arange(m)  # [B, m]: the goal achieved after step t + i
+        valid = idx <= L[:, None]  # i = 0 is always valid (t < L)
+        ag = d["achieved_goal"][ep[:, None], np.minimum(idx, L[:, None])]
+        goals = np.repeat(goal[:, None], m, axis=1)
+        flat_ag, flat_goal = ag.reshape(B * m, *ag.shape[2:]), goals.reshape(B * m, *goals.shape[2:])
+        reward = np.asarray(self.compute_reward(flat_ag, flat_goal, None), dtype=np.float32).reshape(B, m)
         if self.compute_terminated is None:
-            terminated = np.zeros(len(ep), dtype=bool)
+            term = np.zeros((B, m), dtype=bool)
         else:  # Fetch-style envs return a scalar False: broadcast it
-            terminated = np.broadcast_to(np.asarray(self.compute_terminated(next_ag, goal, None), dtype=bool),
-                                         (len(ep),)).copy()
-        return {
+            term = np.broadcast_to(np.asarray(self.compute_terminated(flat_ag, flat_goal, None), dtype=bool),
+                                   (B * m,)).reshape(B, m) & valid
+        ended_before = (np.cumsum(term, axis=1) - term) > 0
+        counted = valid & ~ended_before  # steps inside the episode, up to and including a terminal one
+        steps = counted.sum(axis=1)
+        out = {
             "obs": d["obs"][ep, t],
             "goal": goal,
             "action": d["action"][ep, t],
-            "reward": reward,
-            "next_obs": d["obs"][ep, t + 1],
-            "terminated": terminated,
+            "reward": reward[:, 0] if m == 1 else (reward * counted * self.gamma ** np.arange(m)).sum(1).astype(np.float32),
+            "next_obs": d["obs"][ep, t + steps],
+            "terminated": (term & counted).any(axis=1),
         }
+        if self.gamma is not None:
+            out["discount"] = (self.gamma ** steps).astype(np.float32)
+        return out
 
     def sample(self, batch_size: int, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
         """A batch of transitions drawn uniformly, each relabelled with probability k/(k+1): keys obs,
-        goal, action, reward, next_obs, terminated (reward and terminated always match the goal)."""
+        goal, action, reward, next_obs, terminated (reward and terminated always match the goal), and
+        ``discount`` (gamma ** steps in the n-step return) when the memory knows gamma."""
         if len(self.episodes) == 0:
             raise RuntimeError("cannot sample from an empty memory")
         rng = self.rng if rng is None else rng

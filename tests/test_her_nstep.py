@@ -1,0 +1,120 @@
+"""n-step returns under relabelled goals (HindsightMemory n_step) and HER-DQN's updates_per_step."""
+
+import numpy as np
+import pytest
+import torch
+
+from her_rl.algos.offpolicy import updates_for_cycle
+from her_rl.envs.bitflip import compute_reward
+from her_rl.rl.her import HindsightMemory
+
+GAMMA = 0.9
+
+
+def reached(achieved_goal, desired_goal, info=None):
+    return compute_reward(achieved_goal, desired_goal) == 0.0
+
+
+def _memory(n_step: int, terminated=reached) -> HindsightMemory:
+    """One hand-made 2-bit episode of 4 steps: achieved goals 00 -> 10 -> 11 -> 01 -> 00."""
+    mem = HindsightMemory(4, 4, 2, 2, compute_reward, strategy="none", k=0, compute_terminated=terminated,
+                          obs_dtype=np.int8, goal_dtype=np.int8, n_step=n_step, gamma=GAMMA)
+    ag = np.array([[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]], dtype=np.int8)
+    mem.remember(obs=ag, achieved_goal=ag, desired_goal=np.array([[0, 1]], dtype=np.int8),
+                 action=np.array([[0, 1, 0, 1]]), length=np.array([4]))
+    return mem
+
+
+def _at(mem: HindsightMemory, t: int, goal) -> dict[str, np.ndarray]:
+    return mem._transitions(np.array([0]), np.array([t]), np.array([goal], dtype=np.int8))
+
+
+def test_three_step_return_matches_hand_computation():
+    mem = _memory(3, terminated=None)  # no termination: the segment runs its full length
+    # goal 01 from t=0: rewards for achieved 10, 11, 01 are -1, -1, 0
+    out = _at(mem, 0, [0, 1])
+    assert out["reward"][0] == pytest.approx(-1 - GAMMA * 1 + GAMMA**2 * 0)
+    assert out["discount"][0] == pytest.approx(GAMMA**3)
+    np.testing.assert_array_equal(out["next_obs"][0], [0, 1])  # obs after step t + 3
+    assert not out["terminated"][0]
+
+
+def test_segment_stops_at_a_terminal_step():
+    mem = _memory(3)
+    # goal 11 from t=0: step 0 reaches 10 (-1), step 1 reaches 11 (0, terminal): two steps counted
+    out = _at(mem, 0, [1, 1])
+    assert out["reward"][0] == pytest.approx(-1.0)
+    assert out["discount"][0] == pytest.approx(GAMMA**2)
+    assert out["terminated"][0]
+    np.testing.assert_array_equal(out["next_obs"][0], [1, 1])
+
+
+def test_segment_stops_at_the_episode_end():
+    mem = _memory(3, terminated=None)
+    # from t=2 only steps 2 and 3 remain (achieved 01 then 00), goal 10: -1, -1
+    out = _at(mem, 2, [1, 0])
+    assert out["reward"][0] == pytest.approx(-1 - GAMMA)
+    assert out["discount"][0] == pytest.approx(GAMMA**2)
+    np.testing.assert_array_equal(out["next_obs"][0], [0, 0])
+
+
+def test_one_step_is_the_plain_transition():
+    mem = _memory(1)
+    out = _at(mem, 1, [1, 1])
+    assert out["reward"][0] == 0.0 and out["terminated"][0]
+    assert out["discount"][0] == pytest.approx(GAMMA)
+    np.testing.assert_array_equal(out["next_obs"][0], [1, 1])
+
+
+def test_sampled_n_step_rewards_are_recomputed_for_relabelled_goals():
+    """Random episodes, future relabelling: every sampled n-step return equals the discounted sum of
+    compute_reward along the stored segment, cut where the env's rule first says terminal."""
+    rng = np.random.default_rng(0)
+    T, n, m = 10, 6, 4
+    mem = HindsightMemory(50, T, n, n, compute_reward, strategy="future", k=4, compute_terminated=reached,
+                          obs_dtype=np.int8, goal_dtype=np.int8, n_step=m, gamma=GAMMA, seed=0)
+    obs = rng.integers(0, 2, size=(40, T + 1, n), dtype=np.int8)
+    mem.remember(obs=obs, achieved_goal=obs, desired_goal=rng.integers(0, 2, size=(40, n), dtype=np.int8),
+                 action=rng.integers(0, n, size=(40, T)), length=rng.integers(1, T + 1, size=40))
+    ep, t = mem.sample_steps(500, rng)
+    goal = mem.episodes.data["achieved_goal"][ep, np.minimum(t + 2, mem.episodes.data["length"][ep])]
+    out = mem._transitions(ep, t, goal)
+    for i in range(len(ep)):
+        L = mem.episodes.data["length"][ep[i]]
+        total, steps, done = 0.0, 0, False
+        while steps < m and t[i] + steps < L and not done:
+            r = compute_reward(obs[ep[i], t[i] + steps + 1], goal[i])
+            total += GAMMA**steps * r
+            done = r == 0.0
+            steps += 1
+        assert out["reward"][i] == pytest.approx(total, abs=1e-5)
+        assert out["discount"][i] == pytest.approx(GAMMA**steps)
+        assert out["terminated"][i] == done
+        np.testing.assert_array_equal(out["next_obs"][i], obs[ep[i], t[i] + steps])
+
+
+def test_n_step_needs_gamma_and_a_positive_integer():
+    with pytest.raises(ValueError, match="gamma"):
+        HindsightMemory(4, 4, 2, 2, compute_reward, n_step=3)
+    with pytest.raises(ValueError, match="n_step"):
+        HindsightMemory(4, 4, 2, 2, compute_reward, n_step=0, gamma=0.9)
+
+
+def test_updates_per_step_follows_the_steps_collected():
+    assert updates_for_cycle(40, None, 320) == 40
+    assert updates_for_cycle(40, 0.25, 320) == 80
+    assert updates_for_cycle(40, 0.25, 2) == 1  # never zero updates in a cycle
+
+
+def test_her_dqn_runs_the_n_step_target_and_update_ratio():
+    from her_rl.algos.her_dqn import HerDQN
+
+    agent = HerDQN({"name": "bitflip", "id": "her_rl/BitFlip-v0", "kwargs": {"n": 6}}, seed=0, n_step=3,
+                   updates_per_step=0.25, episodes_per_cycle=4, batch_size=16)
+    result = agent.train_iteration()
+    assert agent.updates == max(1, round(0.25 * result.env_steps))
+    b = agent.memory.sample(64, agent.rng)
+    allowed = np.array([0.98**s for s in (1, 2, 3)])
+    assert np.isclose(b["discount"][:, None], allowed[None, :]).any(axis=1).all()
+    assert (b["discount"] < 0.97).any()  # some transitions do carry more than one step
+    assert torch.isfinite(torch.as_tensor(agent.learn()["losses/td_loss"]))
