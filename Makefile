@@ -30,7 +30,7 @@ $(VENV)/.bench: $(STAMP)
 bench: bench-her bench-ppo bench-push bench-env
 
 bench-her: $(VENV)/.bench
-	$(BIN)/python scripts/bench_her.py --n 30 --seeds 0 1 2
+	$(BIN)/python scripts/bench_her.py --n 15 20 30 50 --seeds 0 1 2 --jobs 2
 
 # HER-DQN on push and drag (3 seeds, stop at 0.9 greedy success), then plain DQN at the same budgets.
 bench-push: $(STAMP)

@@ -146,6 +146,15 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
         raise
 
 
+def _eval_due(eval_cfg, iteration: int, step: int, steps_this_iteration: int) -> bool:
+    """Every ``every_env_steps`` env steps (the first iteration that crosses a multiple) when set,
+    else every ``every_iterations`` iterations."""
+    every = eval_cfg.get("every_env_steps")
+    if every:
+        return step // every > (step - steps_this_iteration) // every
+    return iteration % eval_cfg.every_iterations == 0
+
+
 def _is_solved(cfg: DictConfig, goal_env: bool, result: dict[str, float]) -> bool:
     if goal_env:
         return result["success_rate"] >= cfg.eval.success_threshold
@@ -298,7 +307,7 @@ def _train(plan: Plan) -> dict[str, Any]:
             guard.remember_good()
             charts = _log_iteration(logger, result, step, step / max(state["wall_time_s"], 1e-9))
             postfix = {"SPS": charts["charts/SPS"]}
-            if state["iteration"] % cfg.eval.every_iterations == 0:
+            if _eval_due(cfg.eval, state["iteration"], step, result.env_steps):
                 state["eval"] = evaluate(agent, eval_envs, eval_seed(cfg.seed, state["iteration"]))
                 evaluated_at = state["iteration"]
                 logger.scalars({f"eval/{k}": v for k, v in state["eval"].items()}, step)

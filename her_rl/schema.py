@@ -115,7 +115,7 @@ TOP: dict[str, Any] = {
     "device": choice("cpu", "cuda", "auto"),
     "threads": integer(1, 1024),
     "budget": {"env_steps": COUNT, "wall_time_s": optional(POSITIVE)},
-    "eval": {"every_iterations": COUNT, "episodes": integer(1, MAX_ENVS), "stop_when_solved": BOOL,
+    "eval": {"every_iterations": COUNT, "every_env_steps": optional(COUNT), "episodes": integer(1, MAX_ENVS), "stop_when_solved": BOOL,
              "success_threshold": UNIT_OPEN_CLOSED, "return_threshold": optional(real())},
     "checkpoint": {"every_s": NON_NEGATIVE, "save_replay": BOOL},
     "guard": {"nonfinite": choice("stop", "skip"), "max_skips": COUNT},

@@ -26,7 +26,7 @@ import numpy as np
 from hydra.experimental.callback import Callback
 
 # Keys that do not define an experiment (run bookkeeping; seeds are what a row averages over).
-NOT_A_SETTING = ("seed", "experiment", "resume", "load", "progress", "device", "threads", "budget.", "eval.every_iterations",
+NOT_A_SETTING = ("seed", "experiment", "resume", "load", "progress", "device", "threads", "budget.", "eval.every_iterations", "eval.every_env_steps",
                  "eval.episodes", "eval.stop_when_solved", "checkpoint.", "guard.", "hydra.", "hydra/")
 
 

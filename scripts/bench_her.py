@@ -1,27 +1,33 @@
 """Side-by-side benchmark on OUR random-goal bit-flip env: her_rl's HER-DQN vs Stable-Baselines3.
 
-    .venv/bin/python scripts/bench_her.py --n 30 --seeds 0 1 2 --json bench_n30.json
+    .venv/bin/python scripts/bench_her.py --n 15 20 30 50 --seeds 0 1 2 --jobs 2 --json bench_her.json
 
 Both sides train on ``her_rl/BitFlip-v0`` (random start, random goal every episode, truncated
 after n steps) until a greedy evaluation on 100 episodes reaches success >= 0.95. For each run it
 records the env steps and the wall seconds at that evaluation, then prints a markdown table (per
 seed rows, medians per side, ratios ours/SB3) that can go straight into the README.
 
-Ours:  ``her_rl.runner.run(compose([n, seed, progress=false, threads]))`` with its default config
-       and budget; evaluates 100 episodes every ``eval.every_iterations`` training iterations.
+Both sides evaluate at the same env-step interval, ``--eval-every`` (default 1,000): SB3 exactly at
+each multiple, ours after the first training cycle that crosses it (``eval.every_env_steps``; a
+cycle is 16 episodes, so ours is charged up to one cycle more than the multiple).
+
+Ours:  ``her_rl.runner.run(compose([n, seed, progress=false, threads, eval.every_env_steps]))`` with
+       its default config (the tuned bit-flip file included) and budget, plus ``--ours-override``.
 SB3:   DQN + HerReplayBuffer with the settings of docs REFERENCES.md ("measured here"): ``future``
        with n_sampled_goal=4, net [256, 256], lr 1e-3, batch 256, gamma 0.98, target update every
        500 steps, buffer 1e6, learning_starts 1000 (a few dozen complete episodes in the buffer
        before the first update, so HER can relabel from the start); every other argument is the SB3
        default (train_freq 4, one gradient step, epsilon 1 -> 0.05 over the first
        ``--sb3-exploration-fraction`` (default 0.1, SB3's default) of ``--max-steps``). A callback
-       runs a greedy evaluation of 100 episodes on separate env instances every 2,000 env steps and
+       runs a greedy evaluation of 100 episodes on separate env instances every ``--eval-every`` steps and
        stops training once success >= 0.95, or once ``--sb3-max-seconds`` have passed.
 
 Success is the same on both sides: ``info['is_success']`` at any step of the episode (the env
 terminates on success). Wall time on both sides counts from the start of training (model / agent
 construction excluded) and INCLUDES the periodic evaluations (ours evaluates inside its run, too)
-and, for ours, its periodic checkpoints. Runs are sequential (one seed, one side at a time).
+and, for ours, its periodic checkpoints. ``--jobs 1`` runs one job at a time; ``--jobs 2`` runs two
+at once (one per core, each one thread), in the order n, seed, side, so ours and SB3 of the same
+seed usually run side by side under the same load.
 
 Stable-Baselines3 is imported only inside ``run_sb3`` so that this module (its table helpers) is
 importable without it; install it with the ``bench`` extra.
@@ -32,6 +38,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import multiprocessing
 import statistics
 import sys
 import tempfile
@@ -40,7 +47,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-SB3_EVAL_EVERY = 2_000
+EVAL_EVERY = 1_000
 EVAL_EPISODES = 100
 SUCCESS_THRESHOLD = 0.95
 SB3_LEARNING_STARTS = 1_000
@@ -56,6 +63,7 @@ class Row:
     solved: bool
     env_steps: int
     wall_s: float
+    n: int = 0
 
 
 # ---------------------------------------------------------------- table helpers (no SB3, no torch)
@@ -147,16 +155,17 @@ def format_table(rows: Sequence[Row], n: int | None = None) -> str:
 # ---------------------------------------------------------------- the two sides
 
 
-def run_ours(n: int, seed: int, threads: int, extra: Sequence[str] = ()) -> Row:
+def run_ours(n: int, seed: int, threads: int, extra: Sequence[str] = (), eval_every: int = EVAL_EVERY) -> Row:
     from her_rl.runner import compose, run
 
-    cfg = compose([f"n={n}", f"seed={seed}", "progress=false", f"threads={threads}", *extra])
+    cfg = compose([f"n={n}", f"seed={seed}", "progress=false", f"threads={threads}",
+                   f"eval.every_env_steps={eval_every}", *extra])
     # run() prints a summary line; keep stdout for the markdown table only.
     with tempfile.TemporaryDirectory(prefix="bench_her_") as tmp, contextlib.redirect_stdout(sys.stderr):
         res = run(cfg, out_dir=tmp)
     solved = res["solved_at_env_steps"] is not None
     steps = res["solved_at_env_steps"] if solved else res["env_steps"]
-    return Row("ours", seed, solved, int(steps), float(res["wall_time_s"]))
+    return Row("ours", seed, solved, int(steps), float(res["wall_time_s"]), n)
 
 
 def _sb3_evaluate(model, envs: list, seed: int) -> float:
@@ -180,7 +189,7 @@ def _sb3_evaluate(model, envs: list, seed: int) -> float:
 
 
 def run_sb3(n: int, seed: int, threads: int, max_steps: int, max_seconds: float,
-            exploration_fraction: float = 0.1, verbose: bool = True) -> Row:
+            exploration_fraction: float = 0.1, verbose: bool = True, eval_every: int = EVAL_EVERY) -> Row:
     import gymnasium as gym
     import torch
     from stable_baselines3 import DQN, HerReplayBuffer
@@ -205,7 +214,7 @@ def run_sb3(n: int, seed: int, threads: int, max_steps: int, max_seconds: float,
             self.start = time.perf_counter()
 
         def _on_step(self) -> bool:
-            if self.num_timesteps % SB3_EVAL_EVERY == 0:
+            if self.num_timesteps % eval_every == 0:
                 self.evals += 1
                 rate = _sb3_evaluate(self.model, eval_envs, seed=10_000 * (seed + 1) + 1_000 * self.evals)
                 elapsed = time.perf_counter() - self.start
@@ -231,8 +240,8 @@ def run_sb3(n: int, seed: int, threads: int, max_steps: int, max_seconds: float,
     model.learn(total_timesteps=max_steps, callback=callback)
     if callback.solved_at is not None:
         steps, wall = callback.solved_at
-        return Row("sb3", seed, True, int(steps), float(wall))
-    return Row("sb3", seed, False, int(model.num_timesteps), float(time.perf_counter() - callback.start))
+        return Row("sb3", seed, True, int(steps), float(wall), n)
+    return Row("sb3", seed, False, int(model.num_timesteps), float(time.perf_counter() - callback.start), n)
 
 
 # ---------------------------------------------------------------- CLI
@@ -241,7 +250,9 @@ def run_sb3(n: int, seed: int, threads: int, max_steps: int, max_seconds: float,
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--n", type=int, default=30, help="number of bits (default 30)")
+    p.add_argument("--n", type=int, nargs="+", default=[15, 20, 30, 50], help="numbers of bits (default 15 20 30 50)")
+    p.add_argument("--eval-every", type=int, default=EVAL_EVERY, help="env steps between evaluations, both sides")
+    p.add_argument("--jobs", type=int, default=1, help="jobs at once (1 or 2 on this 2-core machine)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--max-steps", type=int, default=150_000,
                    help="SB3 env-step cap per run (also sets SB3's epsilon schedule length); ours uses its own budget")
@@ -256,29 +267,55 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def run_job(job: tuple[str, int, int, argparse.Namespace]) -> Row:
+    side, n, seed, args = job
+    print(f"[bench] {side} n={n} seed={seed} ...", file=sys.stderr, flush=True)
+    if side == "ours":
+        row = run_ours(n, seed, args.threads, args.ours_override, args.eval_every)
+    else:
+        row = run_sb3(n, seed, args.threads, args.max_steps, args.sb3_max_seconds, args.sb3_exploration_fraction,
+                      eval_every=args.eval_every)
+    print(f"[bench] {row}", file=sys.stderr, flush=True)
+    return row
+
+
+def format_summary(rows: Sequence[Row]) -> str:
+    """One line per n: medians of both sides and the ours/SB3 ratios (the README's headline table)."""
+    lines = ["| n | ours solved | ours median steps | SB3 solved | SB3 median steps | steps ours/SB3 | "
+             "ours median wall s | SB3 median wall s | wall ours/SB3 |",
+             "|---:|:---:|---:|:---:|---:|---:|---:|---:|---:|"]
+    for n in dict.fromkeys(r.n for r in rows):
+        mine = [r for r in rows if r.n == n]
+        ours, sb3 = side_medians(mine, "ours"), side_medians(mine, "sb3")
+        solved = {side: f"{sum(r.solved for r in mine if r.side == side)}/{sum(r.side == side for r in mine)}"
+                  for side in ("ours", "sb3")}
+        lines.append(f"| {n} | {solved['ours']} | {ours['env_steps'].fmt(0)} | {solved['sb3']} | "
+                     f"{sb3['env_steps'].fmt(0)} | {ratio(ours['env_steps'], sb3['env_steps']).fmt(2)} | "
+                     f"{ours['wall_s'].fmt(1)} | {sb3['wall_s'].fmt(1)} | {ratio(ours['wall_s'], sb3['wall_s']).fmt(3)} |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    rows: list[Row] = []
     sides = ["ours", "sb3"] if args.only == "both" else [args.only]
-    for seed in args.seeds:
-        for side in sides:
-            print(f"[bench] {side} n={args.n} seed={seed} ...", file=sys.stderr, flush=True)
-            if side == "ours":
-                row = run_ours(args.n, seed, args.threads, args.ours_override)
-            else:
-                row = run_sb3(args.n, seed, args.threads, args.max_steps, args.sb3_max_seconds,
-                              args.sb3_exploration_fraction)
-            print(f"[bench] {row}", file=sys.stderr, flush=True)
+    jobs = [(side, n, seed, args) for n in args.n for seed in args.seeds for side in sides]
+    rows: list[Row] = []
+    with multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
+        for row in pool.imap(run_job, jobs):
             rows.append(row)
             if args.json is not None:  # rewrite after every run: partial results survive a long bench
                 _write_json(args, rows)
-    print(format_table(rows, args.n))
+    for n in args.n:
+        print(format_table([r for r in rows if r.n == n], n))
+        print()
+    if len(sides) == 2:
+        print(format_summary(rows))
     return 0
 
 
 def _write_json(args: argparse.Namespace, rows: Sequence[Row]) -> None:
     settings: dict[str, Any] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    settings.update(sb3_eval_every=SB3_EVAL_EVERY, eval_episodes=EVAL_EPISODES,
+    settings.update(eval_episodes=EVAL_EPISODES,
                     success_threshold=SUCCESS_THRESHOLD, sb3_learning_starts=SB3_LEARNING_STARTS)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"settings": settings, "rows": [asdict(r) for r in rows]}, indent=2) + "\n")

@@ -97,16 +97,26 @@ def test_table_single_side_has_no_ratio(bench):
 
 def test_cli_defaults_and_json(bench, tmp_path):
     args = bench.parse_args([])
-    assert (args.n, args.seeds, args.max_steps, args.sb3_max_seconds, args.only, args.threads) == (
-        30, [0, 1, 2], 150_000, 400.0, "both", 1)
+    assert (args.n, args.seeds, args.max_steps, args.sb3_max_seconds, args.only, args.threads, args.eval_every) == (
+        [15, 20, 30, 50], [0, 1, 2], 150_000, 400.0, "both", 1, 1_000)
     args = bench.parse_args(["--n", "8", "--seeds", "0", "--only", "sb3", "--json", str(tmp_path / "r.json")])
     bench._write_json(args, [bench.Row("sb3", 0, True, 2_000, 5.9)])
     data = json.loads((tmp_path / "r.json").read_text())
-    assert data["settings"]["n"] == 8 and data["settings"]["only"] == "sb3"
-    assert data["rows"] == [{"side": "sb3", "seed": 0, "solved": True, "env_steps": 2000, "wall_s": 5.9}]
+    assert data["settings"]["n"] == [8] and data["settings"]["only"] == "sb3"
+    assert data["rows"] == [{"side": "sb3", "seed": 0, "solved": True, "env_steps": 2000, "wall_s": 5.9, "n": 0}]
 
 
 def test_sb3_side_smoke_is_skipped_without_sb3():
     # SB3 is a bench-only extra: nothing here trains it; just check it is importable when installed.
     sb3 = pytest.importorskip("stable_baselines3")
     assert hasattr(sb3, "HerReplayBuffer")
+
+
+def test_summary_has_one_line_per_n_with_ratios(bench):
+    R = bench.Row
+    rows = [R("ours", 0, True, 6_000, 3.0, 20), R("sb3", 0, True, 8_000, 12.0, 20),
+            R("ours", 0, True, 40_000, 20.0, 30), R("sb3", 0, False, 90_000, 400.0, 30)]
+    table = bench.format_summary(rows).splitlines()
+    assert len(table) == 4
+    assert table[2] == "| 20 | 1/1 | 6,000 | 1/1 | 8,000 | 0.75 | 3.0 | 12.0 | 0.250 |"
+    assert table[3].startswith("| 30 | 1/1 | 40,000 | 0/1 | >90,000 | <0.44 |")

@@ -118,3 +118,20 @@ def test_her_dqn_runs_the_n_step_target_and_update_ratio():
     assert np.isclose(b["discount"][:, None], allowed[None, :]).any(axis=1).all()
     assert (b["discount"] < 0.97).any()  # some transitions do carry more than one step
     assert torch.isfinite(torch.as_tensor(agent.learn()["losses/td_loss"]))
+
+
+def test_eval_every_env_steps_evaluates_once_per_multiple_crossed(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from her_rl.runner import compose, run
+
+    cfg = compose(["n=6", "seed=0", "progress=false", "eval.every_env_steps=250", "budget.env_steps=1500",
+                   "eval.stop_when_solved=false", "eval.episodes=10", "checkpoint.every_s=1000"])
+    res = run(cfg, out_dir=tmp_path)
+    acc = EventAccumulator(str(tmp_path / "tb"), size_guidance={"scalars": 0})
+    acc.Reload()
+    steps = [e.step for e in acc.Scalars("eval/success_rate")]
+    # a cycle here is at most 16 x 6 = 96 steps < 250: one evaluation right after each multiple
+    assert sorted(set(s // 250 for s in steps)) == list(range(1, res["env_steps"] // 250 + 1))
+    assert steps == sorted(steps) and all(s % 250 < 96 for s in steps[:-1])
+    assert steps[-1] == res["env_steps"]  # the run ends with an evaluation
