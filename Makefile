@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: install run test bench bench-her bench-ppo bench-push bench-env clean
+.PHONY: install run test bench bench-her bench-ppo bench-push bench-env bench-continuous clean
 
 install: $(STAMP)
 
@@ -39,6 +39,21 @@ bench-push: $(STAMP)
 	$(BIN)/python scripts/bench_push.py --envs push drag --seeds 0 1 2 --strategies none \
 		--budget-from bench_results/push_her.json --json bench_results/push_none.json
 	$(BIN)/python scripts/bench_push.py --table bench_results/push_her.json bench_results/push_none.json
+
+# Continuous-action HER (ours) against SB3 SAC + HER on FetchReach, then ours on continuous push and drag
+# (3 seeds, stop at 0.9) and SB3 on continuous push with a wall cap. Needs MuJoCo: the robotics extra.
+$(VENV)/.robotics: $(VENV)/.bench
+	$(BIN)/pip install --quiet -e ".[robotics]"
+	touch $@
+
+bench-continuous: $(VENV)/.robotics
+	mkdir -p bench_results
+	$(BIN)/python scripts/bench_continuous.py --envs fetch_reach --sides ours sb3 --algo her_ddpg --seeds 0 1 2 \
+		--budget 9600 --eval-every 800 --jobs 2 --json bench_results/fetch_reach.json
+	$(BIN)/python scripts/bench_continuous.py --envs push drag --sides ours --algo her_sac --seeds 0 1 2 \
+		--budget 400000 --eval-every 8000 --stop-at-target --jobs 2 --json bench_results/push_drag_continuous.json
+	$(BIN)/python scripts/bench_continuous.py --envs push --sides sb3 --seeds 0 --budget 400000 --eval-every 8000 \
+		--sb3-max-seconds 1800 --json bench_results/push_continuous_sb3.json
 
 bench-env: $(STAMP)
 	$(BIN)/python scripts/bench_env_speed.py --envs push drag bitflip --num-envs 64 256 --steps 2000
