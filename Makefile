@@ -51,9 +51,9 @@ bench-continuous: $(VENV)/.robotics
 	$(BIN)/python scripts/bench_continuous.py --envs fetch_reach --sides ours sb3 --algo her_ddpg --seeds 0 1 2 \
 		--budget 9600 --eval-every 800 --jobs 2 --json bench_results/fetch_reach.json
 	$(BIN)/python scripts/bench_continuous.py --envs push drag --sides ours --algo her_sac --seeds 0 1 2 \
-		--budget 400000 --eval-every 8000 --stop-at-target --jobs 2 --json bench_results/push_drag_continuous.json
+		--budget 400000 --eval-every 8000 --stop-at-target --json bench_results/push_drag_continuous.json
 	$(BIN)/python scripts/bench_continuous.py --envs push --sides sb3 --seeds 0 --budget 400000 --eval-every 8000 \
-		--sb3-max-seconds 1800 --json bench_results/push_continuous_sb3.json
+		--sb3-max-seconds 1200 --json bench_results/push_continuous_sb3.json
 
 bench-env: $(STAMP)
 	$(BIN)/python scripts/bench_env_speed.py --envs push drag bitflip --num-envs 64 256 --steps 2000
