@@ -20,6 +20,8 @@ from her_rl.registry import ConfigError
 from her_rl.runner import compose, run
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
+# the paper's 16-episode cycle, not the bit-flip tuned file: long enough iterations to preempt, few of them
+PAPER_CYCLE = ["algo.episodes_per_cycle=16", "algo.updates_per_step=null", "algo.batch_size=128"]
 
 
 def _tb_steps(logdir: Path, tag: str) -> list[int]:
@@ -34,11 +36,12 @@ def test_a_preempted_submitit_job_is_requeued_and_resumes_in_place(her_run, tmp_
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="the submitit launcher extra is not installed")
     sweep = tmp_path / "sweep"
     proc = subprocess.Popen([her_run, "-m", "n=6", "seed=0", "budget.env_steps=20000", "eval.stop_when_solved=false",
-                             "progress=false", "hydra/launcher=submitit_local", f"hydra.sweep.dir={sweep}"],
+                             "progress=false", *PAPER_CYCLE, "hydra/launcher=submitit_local", f"hydra.sweep.dir={sweep}"],
                             cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    job = sweep / "n=6,seed=0"
     deadline = time.time() + 120
-    while time.time() < deadline and not ((job / "checkpoint.pt").exists() and (job / ".her-run.lock").exists()):
+    job = None  # the one job's folder, named by its overrides
+    while time.time() < deadline and not (job and (job / "checkpoint.pt").exists() and (job / ".her-run.lock").exists()):
+        job = next((d for d in sweep.glob("*") if d.is_dir()), None) if sweep.exists() else None
         time.sleep(0.2)
     time.sleep(1.0)
     pid = int((job / ".her-run.lock").read_text().split()[0])
@@ -59,12 +62,13 @@ def test_a_preempted_submitit_job_is_requeued_and_resumes_in_place(her_run, tmp_
 
 
 def test_the_requeue_marker_resumes_only_inside_a_submitit_job(tmp_path, monkeypatch):
-    common = ["n=4", "progress=false", "budget.env_steps=300"]
+    common = ["n=4", "progress=false", "budget.env_steps=300", "eval.stop_when_solved=false"]
     run(compose(common), out_dir=tmp_path)
     (tmp_path / requeue.MARKER).write_text("{}\n")
     monkeypatch.delenv("SUBMITIT_EXECUTOR", raising=False)
     with pytest.raises(ConfigError, match="already holds a checkpoint"):  # outside a cluster job: no silent resume
         run(compose(common), out_dir=tmp_path)
     monkeypatch.setenv("SUBMITIT_EXECUTOR", "slurm")
-    results = run(compose(["n=4", "progress=false", "budget.env_steps=600"]), out_dir=tmp_path)
+    results = run(compose(["n=4", "progress=false", "budget.env_steps=600", "eval.stop_when_solved=false"]),
+                  out_dir=tmp_path)
     assert results["env_steps"] >= 600 and not (tmp_path / requeue.MARKER).exists()
