@@ -81,10 +81,16 @@ def run_ours(job: dict[str, Any]) -> list[tuple[int, float, float]]:
                  f"eval.every_iterations={job['eval_every'] // ours_cycle_steps(job)}",
                  f"eval.success_threshold={job['target']}", f"eval.stop_when_solved={str(job['stop']).lower()}"]
     job["overrides_used"] = overrides
-    with tempfile.TemporaryDirectory(prefix="bench_cont_") as tmp, contextlib.redirect_stdout(sys.stderr):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.redirect_stdout(sys.stderr))
+        if job["keep"]:  # a kept run folder survives a stopped bench: its TensorBoard curve can still be read
+            out = Path(job["keep"]) / f"{job['algo']}-{job['env']}-s{job['seed']}"
+            out.mkdir(parents=True, exist_ok=False)
+        else:
+            out = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench_cont_")))
         start = time.time()
-        run(compose(overrides), out_dir=tmp)
-        return _curve(Path(tmp) / "tb", start)
+        run(compose(overrides), out_dir=out)
+        return _curve(out / "tb", start)
 
 
 def greedy_success(predict, envs, seed: int) -> float:
@@ -201,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sb3-max-seconds", type=float, default=None)
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="extra her-run override")
     p.add_argument("--jobs", type=int, default=1, help="jobs at once (each one thread)")
+    p.add_argument("--keep", type=Path, help="keep our run folders under this directory (default: temporary)")
     p.add_argument("--json", type=Path, help="write rows here (rewritten after every run)")
     p.add_argument("--table", type=Path, nargs="+", help="only print the table of these JSON files")
     args = p.parse_args(argv)
@@ -215,15 +222,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     jobs = [{"side": side, "env": env, "seed": seed, "algo": args.algo, "budget": args.budget,
              "eval_every": args.eval_every, "eval_episodes": args.eval_episodes, "target": args.target,
              "stop": args.stop_at_target, "sb3_max_seconds": args.sb3_max_seconds, "overrides": args.override,
-             "jobs_at_once": args.jobs}
+             "jobs_at_once": args.jobs, "keep": str(args.keep) if args.keep else None}
             for env in args.envs for seed in args.seeds for side in args.sides]
     for job in jobs:
         if job["side"] == "ours" and args.eval_every % ours_cycle_steps(job):
             p.error(f"--eval-every {args.eval_every} is not a whole number of {args.algo} cycles on {job['env']} "
                     f"({ours_cycle_steps(job)} env steps each)")
     rows: list[dict[str, Any]] = []
-    with multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
-        for row in pool.imap(run_job, jobs):
+    with contextlib.ExitStack() as stack:
+        if args.jobs > 1:  # a fresh process per job, as many at once as asked
+            pool = stack.enter_context(multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1))
+            results = pool.imap(run_job, jobs)
+        else:
+            results = map(run_job, jobs)
+        for row in results:
             rows.append(row)
             if args.json:
                 args.json.write_text(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()},
