@@ -160,7 +160,7 @@ class HindsightMemory:
         idx = t[:, None] + 1 + np.arange(m)  # [B, m]: the goal achieved after step t + i
         valid = idx <= L[:, None]  # i = 0 is always valid (t < L)
         ag = d["achieved_goal"][ep[:, None], np.minimum(idx, L[:, None])]
-        goals = np.repeat(goal[:, None], m, axis=1)
+        goals = np.broadcast_to(goal[:, None], (B, m, *goal.shape[1:]))  # a view: no copy when m == 1
         flat_ag, flat_goal = ag.reshape(B * m, *ag.shape[2:]), goals.reshape(B * m, *goals.shape[2:])
         reward = np.asarray(self.compute_reward(flat_ag, flat_goal, None), dtype=np.float32).reshape(B, m)
         if self.compute_terminated is None:
