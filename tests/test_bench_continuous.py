@@ -1,23 +1,15 @@
 """scripts/bench_continuous.py: argument checks, the table, and one tiny run of ours (no SB3, no MuJoCo)."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_continuous.py"
+from conftest import load_script, unload_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_continuous", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_continuous"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("bench_continuous", None)
+    yield load_script("bench_continuous")
+    unload_script("bench_continuous")
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -7,18 +7,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script, unload_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_her.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_her", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_her"] = module  # dataclasses look the module up by name
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("bench_her", None)
+    yield load_script("bench_her")
+    unload_script("bench_her")
 
 
 def test_importable_without_sb3():

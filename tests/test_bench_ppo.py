@@ -1,24 +1,15 @@
 """scripts/bench_ppo.py: the PPO side of the exploration benchmark gets RND-PPO's PPO settings."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from conftest import load_script, unload_script
 
 from her_rl.runner import compose
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_ppo.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_ppo", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_ppo"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("bench_ppo", None)
+    yield load_script("bench_ppo")
+    unload_script("bench_ppo")
 
 
 @pytest.mark.parametrize("env", ["deep_sea", "mountaincar"])
