@@ -300,8 +300,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     sides = ["ours", "sb3"] if args.only == "both" else [args.only]
     jobs = [(side, n, seed, args) for n in args.n for seed in args.seeds for side in sides]
     rows: list[Row] = []
-    with multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
-        for row in pool.imap(run_job, jobs):
+    with contextlib.ExitStack() as stack:
+        if args.jobs > 1:  # a fresh process per job, as many at once as asked
+            results = stack.enter_context(multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1)).imap(
+                run_job, jobs)
+        else:  # in this process: no pickling, so it also works when the module was loaded by path
+            results = map(run_job, jobs)
+        for row in results:
             rows.append(row)
             if args.json is not None:  # rewrite after every run: partial results survive a long bench
                 _write_json(args, rows)

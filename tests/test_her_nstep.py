@@ -134,4 +134,6 @@ def test_eval_every_env_steps_evaluates_once_per_multiple_crossed(tmp_path):
     # a cycle here is at most 16 x 6 = 96 steps < 250: one evaluation right after each multiple
     assert sorted(set(s // 250 for s in steps)) == list(range(1, res["env_steps"] // 250 + 1))
     assert steps == sorted(steps) and all(s % 250 < 96 for s in steps[:-1])
+    # exactly one evaluation per multiple crossed (the final one may share the last multiple's bucket)
+    assert [s // 250 for s in steps[:-1]] == list(range(1, len(steps)))
     assert steps[-1] == res["env_steps"]  # the run ends with an evaluation
