@@ -181,8 +181,8 @@ def _check_her_dqn(algo: dict[str, Any]) -> None:
 _HER_CONTINUOUS = {  # shared by her_ddpg and her_sac
     "strategy": choice("future", "final", "episode", "random", "none"), "k": integer(0), "hidden": HIDDEN,
     "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT, "episodes_per_cycle": integer(1, MAX_ENVS),
-    "updates_per_cycle": COUNT, "polyak": UNIT, "clip_target": BOOL, "normalize": choice("auto", True, False),
-    "norm_clip": POSITIVE,
+    "updates_per_cycle": COUNT, "updates_per_step": optional(POSITIVE), "polyak": UNIT, "clip_target": BOOL,
+    "normalize": choice("auto", True, False), "norm_clip": POSITIVE,
 }
 
 

@@ -138,11 +138,22 @@ def test_exploration_mixes_noise_and_uniform_random_actions_within_bounds():
 
 @pytest.mark.parametrize("bad, message", [
     ({"noise": "pink"}, "algo.noise"), ({"random_eps": 1.5}, "random_eps"), ({"actor_lr": 0.0}, "actor_lr"),
-    ({"strategy": "later"}, "valid choices"),
+    ({"strategy": "later"}, "valid choices"), ({"updates_per_step": 0.0}, "updates_per_step"),
 ])
 def test_ddpg_bad_hyperparameters_raise_config_errors(bad, message):
     with pytest.raises(ConfigError, match=message):
         _ddpg(**bad)
+
+
+@pytest.mark.parametrize("make", ["ddpg", "sac"])
+def test_updates_per_step_replaces_the_fixed_updates_per_cycle(make):
+    fixed = (_ddpg if make == "ddpg" else _sac)()
+    fixed.train_iteration()
+    assert fixed.updates == 3  # updates_per_cycle
+    ratio = (_ddpg if make == "ddpg" else _sac)(updates_per_step=0.5)
+    result = ratio.train_iteration()
+    assert result.env_steps > 6  # 4 episodes of up to 10 steps
+    assert ratio.updates == round(0.5 * result.env_steps)
 
 
 def test_discrete_envs_are_refused_with_one_line():

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from her_rl.agent import IterationResult
 from her_rl.algos.offpolicy import (GoalInputs, box_action_space, clip_to_return_range, collect_episodes,
                                     continuous_batch, cycle_result, cycle_envs, hindsight_memory,
-                                    polyak_update, to_env_actions)
+                                    polyak_update, to_env_actions, updates_for_cycle)
 from her_rl.registry import ConfigError
 from her_rl.rl.her import STRATEGIES
 from her_rl.rl.nets import mlp
@@ -53,10 +53,12 @@ class Critic(nn.Module):
 
 
 def check_common(algo: str, strategy: str, gamma: float, batch_size: int, buffer_size: int,
-                 **positive: float) -> None:
+                 updates_per_step: float | None = None, **positive: float) -> None:
     """Value checks the continuous learners share (the schema checks the CLI path first)."""
     if strategy not in STRATEGIES:
         raise ConfigError(f"unknown HER strategy '{strategy}'; valid choices: {', '.join(STRATEGIES)}")
+    if updates_per_step is not None:
+        positive["updates_per_step"] = updates_per_step
     for key, value in {"batch_size": batch_size, "buffer_size": buffer_size, **positive}.items():
         if not value > 0:
             raise ConfigError(f"algo.{key} must be > 0, got {value}")
@@ -84,6 +86,7 @@ class HerDDPG:
         buffer_size: int = 1_000_000,
         episodes_per_cycle: int = 16,
         updates_per_cycle: int = 40,
+        updates_per_step: float | None = None,
         polyak: float = 0.95,
         random_eps: float = 0.3,
         noise: str = "gaussian",
@@ -94,7 +97,7 @@ class HerDDPG:
         norm_clip: float = 5.0,
     ):
         check_common("her_ddpg", strategy, gamma, batch_size, buffer_size, actor_lr=actor_lr, critic_lr=critic_lr,
-                     episodes_per_cycle=episodes_per_cycle)
+                     episodes_per_cycle=episodes_per_cycle, updates_per_step=updates_per_step)
         if noise not in NOISES:
             raise ConfigError(f"algo.noise must be one of {', '.join(NOISES)}, got {noise!r}")
         if not 0.0 <= random_eps <= 1.0 or not 0.0 <= polyak <= 1.0 or noise_eps < 0 or action_l2 < 0:
@@ -103,6 +106,7 @@ class HerDDPG:
 
         self.device = torch.device(device)
         self.gamma, self.batch_size, self.updates_per_cycle, self.polyak = gamma, batch_size, updates_per_cycle, polyak
+        self.updates_per_step = updates_per_step
         self.random_eps, self.noise_eps, self.action_l2, self.clip_target = random_eps, noise_eps, action_l2, clip_target
 
         self.envs, self.spec = cycle_envs(env, episodes_per_cycle, seed, "her_ddpg")
@@ -194,11 +198,13 @@ class HerDDPG:
         return self.update(self.tensors(self.memory.sample(self.batch_size, self.rng)))
 
     def train_iteration(self) -> IterationResult:
-        """One HER cycle: a batch of episodes, ``updates_per_cycle`` updates, a target-network step."""
+        """One HER cycle: a batch of episodes, ``updates_per_cycle`` (or ``updates_per_step`` x steps)
+        updates, a target-network step."""
         episodes = self.collect()
         self.remember(episodes)
         self.inputs.update(episodes)
-        losses = [self.learn() for _ in range(self.updates_per_cycle)]
+        steps = int(episodes["length"].sum())
+        losses = [self.learn() for _ in range(updates_for_cycle(self.updates_per_cycle, self.updates_per_step, steps))]
         polyak_update(self.actor, self.actor_target, self.polyak)
         polyak_update(self.critic, self.critic_target, self.polyak)
         return cycle_result(episodes, losses, {"charts/random_eps": self.random_eps})

@@ -32,7 +32,7 @@ from her_rl.agent import IterationResult
 from her_rl.algos.her_ddpg import Critic, check_common
 from her_rl.algos.offpolicy import (GoalInputs, box_action_space, clip_to_return_range, collect_episodes,
                                     continuous_batch, cycle_result, cycle_envs, hindsight_memory,
-                                    polyak_update, to_env_actions)
+                                    polyak_update, to_env_actions, updates_for_cycle)
 from her_rl.registry import ConfigError
 from her_rl.rl.actions import ContinuousAction, NormalPolicyHead
 from her_rl.rl.nets import mlp
@@ -72,18 +72,21 @@ class HerSAC:
         buffer_size: int = 1_000_000,
         episodes_per_cycle: int = 16,
         updates_per_cycle: int = 40,
+        updates_per_step: float | None = None,
         polyak: float = 0.95,
         clip_target: bool = False,
         normalize: str | bool = "auto",
         norm_clip: float = 5.0,
     ):
         check_common("her_sac", strategy, gamma, batch_size, buffer_size, actor_lr=actor_lr, critic_lr=critic_lr,
-                     alpha_lr=alpha_lr, alpha_init=alpha_init, episodes_per_cycle=episodes_per_cycle)
+                     alpha_lr=alpha_lr, alpha_init=alpha_init, episodes_per_cycle=episodes_per_cycle,
+                     updates_per_step=updates_per_step)
         if not 0.0 <= polyak <= 1.0:
             raise ConfigError(f"algo.polyak must lie in [0, 1], got {polyak}")
 
         self.device = torch.device(device)
         self.gamma, self.batch_size, self.updates_per_cycle, self.polyak = gamma, batch_size, updates_per_cycle, polyak
+        self.updates_per_step = updates_per_step
         self.autotune, self.clip_target = autotune, clip_target
 
         self.envs, self.spec = cycle_envs(env, episodes_per_cycle, seed, "her_sac")
@@ -194,11 +197,13 @@ class HerSAC:
         return self.update(self.tensors(self.memory.sample(self.batch_size, self.rng)))
 
     def train_iteration(self) -> IterationResult:
-        """One HER cycle: a batch of episodes, ``updates_per_cycle`` updates, a target-network step."""
+        """One HER cycle: a batch of episodes, ``updates_per_cycle`` (or ``updates_per_step`` x steps)
+        updates, a target-network step."""
         episodes = self.collect()
         self.remember(episodes)
         self.inputs.update(episodes)
-        losses = [self.learn() for _ in range(self.updates_per_cycle)]
+        steps = int(episodes["length"].sum())
+        losses = [self.learn() for _ in range(updates_for_cycle(self.updates_per_cycle, self.updates_per_step, steps))]
         polyak_update(self.q1, self.q1_target, self.polyak)
         polyak_update(self.q2, self.q2_target, self.polyak)
         return cycle_result(episodes, losses)
