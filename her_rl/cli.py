@@ -32,13 +32,23 @@ def _fail(message: object, code: int = 2) -> None:
     sys.exit(code)
 
 
+def _check_tuned_name(name: str) -> None:
+    """``tuned`` is an optional group (absent for most algo/env pairs), so Hydra would silently skip a
+    misspelt explicit choice: refuse it here instead."""
+    if name == "None":
+        raise ConfigError("tuned=null is not accepted; pass ~tuned to run without the tuned file")
+    names = sorted(p.stem for p in (Path(__file__).parent / "conf" / "tuned").glob("*.yaml"))
+    if name not in names:
+        raise ConfigError(f"unknown tuned file '{name}'; valid choices: {', '.join(names)}")
+
+
 def _check_group_names(overrides: list[str]) -> None:
-    """Reject unknown algo/env names with one line listing the choices, before Hydra composes
+    """Reject unknown algo/env/tuned names with one line listing the choices, before Hydra composes
     (sweeps included: ``algo=ppo,reinforce``, ``env=choice(cartpole,nope)``)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     for override in OverridesParser.create().parse_overrides(list(overrides)):
-        check = {"algo": algo_info, "env": check_env_name}.get(override.key_or_group)
+        check = {"algo": algo_info, "env": check_env_name, "tuned": _check_tuned_name}.get(override.key_or_group)
         if check is None or override.is_delete():
             continue
         names = override.sweep_string_iterator() if override.is_sweep_override() else [override.value()]

@@ -32,6 +32,8 @@ def test_smoke_run_writes_every_output(her_run, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["algo=nope"], "unknown algo 'nope'; valid choices: "),
     (["env=nope"], "unknown env 'nope'; valid choices:"),
+    (["tuned=her_dqn_bitflip_smal_n"], "unknown tuned file 'her_dqn_bitflip_smal_n'; valid choices:"),
+    (["tuned=null"], "pass ~tuned"),
     (["algo=her_dqn", "env=cartpole"], "needs a goal-conditioned env"),
     (["n=0"], "n=0 is not allowed: n must be an integer in [1, 4096]"),
     (["n=abc"], "n='abc' is not allowed: n must be an integer"),

@@ -137,3 +137,14 @@ def test_eval_every_env_steps_evaluates_once_per_multiple_crossed(tmp_path):
     # exactly one evaluation per multiple crossed (the final one may share the last multiple's bucket)
     assert [s // 250 for s in steps[:-1]] == list(range(1, len(steps)))
     assert steps[-1] == res["env_steps"]  # the run ends with an evaluation
+
+
+def test_an_explicit_tuned_file_replaces_the_automatic_one():
+    from her_rl.runner import compose
+
+    auto = compose(["n=20"]).algo
+    small = compose(["n=20", "tuned=her_dqn_bitflip_small_n"]).algo
+    off = compose(["n=20", "~tuned"]).algo
+    assert (auto.lr, auto.updates_per_step) == (0.001, 0.5)
+    assert (small.lr, small.updates_per_step, small.episodes_per_cycle) == (0.002, 0.25, 4)
+    assert (off.updates_per_step, off.episodes_per_cycle) == (None, 16)  # the paper's cycle
