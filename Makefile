@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: install run test bench bench-her bench-ppo bench-push bench-env bench-continuous clean
+.PHONY: install run test bench bench-her bench-ppo bench-push bench-env bench-continuous bench-fetch clean
 
 install: $(STAMP)
 
@@ -54,6 +54,17 @@ bench-continuous: $(VENV)/.robotics
 		--budget 400000 --eval-every 8000 --stop-at-target --json bench_results/push_drag_continuous.json
 	$(BIN)/python scripts/bench_continuous.py --envs push --sides sb3 --seeds 0 --budget 400000 --eval-every 8000 \
 		--sb3-max-seconds 1200 --json bench_results/push_continuous_sb3.json
+
+# The 1M-step Fetch runs (hours): FetchPush with the Fetch tuned file (stops at 0.9) beside
+# FetchPickAndPlace and FetchSlide with 16 episodes per cycle, one seed each.
+bench-fetch: $(VENV)/.robotics
+	mkdir -p bench_results
+	$(BIN)/python scripts/bench_continuous.py --envs fetch_push --sides ours --algo her_ddpg --seeds 0 \
+		--budget 1000000 --eval-every 20000 --stop-at-target --json bench_results/fetch_push_1m.json & \
+	$(BIN)/python scripts/bench_continuous.py --envs fetch_pick_and_place fetch_slide --sides ours --algo her_ddpg \
+		--seeds 0 --budget 1000000 --eval-every 20000 --stop-at-target --override algo.episodes_per_cycle=16 \
+		--json bench_results/fetch_pp_slide_1m.json; \
+	wait
 
 bench-env: $(STAMP)
 	$(BIN)/python scripts/bench_env_speed.py --envs push drag bitflip --num-envs 64 256 --steps 2000
