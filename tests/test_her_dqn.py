@@ -47,14 +47,38 @@ def test_agent_api_reads_like_the_original():
     ({"batch_size": 2000, "buffer_size": 1000}, "larger than"),
     ({"lr": -1.0}, "lr"),
     ({"strategy": "later"}, "valid choices"),
+    ({"precision": "float16"}, "algo.precision must be one of float32, bfloat16"),
 ])
 def test_bad_hyperparameters_raise_config_errors(bad, message):
     with pytest.raises(ConfigError, match=message):
         _agent(**bad)
 
 
-def test_her_dqn_solves_8_bits(tmp_path):
-    cfg = compose(["n=8", "progress=false", "budget.env_steps=30000", "eval.every_iterations=5"])
+def test_bfloat16_updates_compute_in_bfloat16_and_keep_float32_parameters():
+    import copy
+
+    import torch
+
+    torch.manual_seed(0)
+    full = _agent(batch_size=64)
+    full.remember(full.collect())
+    half = copy.deepcopy(full)
+    half.precision = "bfloat16"
+    rng_state = full.rng.bit_generator.state
+    loss_full = full.learn()["losses/td_loss"]
+    half.rng.bit_generator.state = rng_state  # the same batch on both
+    loss_half = half.learn()["losses/td_loss"]
+    assert np.isfinite(loss_half) and loss_half != loss_full  # rounded products, not the float32 path
+    assert abs(loss_half - loss_full) < 0.05 * abs(loss_full) + 1e-3
+    assert all(p.dtype == torch.float32 for p in half.q.parameters())
+    assert all(p.dtype == torch.float32 for group in half.optimizer.state.values() for p in group.values()
+               if torch.is_tensor(p) and p.numel() > 1)
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_her_dqn_solves_8_bits(tmp_path, precision):
+    cfg = compose(["n=8", "progress=false", "budget.env_steps=30000", "eval.every_iterations=5",
+                   f"algo.precision={precision}"])
     results = run(cfg, out_dir=tmp_path)
     assert results["solved"] and results["eval_success_rate"] >= 0.95, results
 

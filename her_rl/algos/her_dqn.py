@@ -30,8 +30,8 @@ import torch.nn.functional as F
 from gymnasium import spaces
 
 from her_rl.agent import IterationResult
-from her_rl.algos.offpolicy import (GoalInputs, clip_to_return_range, collect_episodes, cycle_result, cycle_envs,
-                                    hindsight_memory, polyak_update, updates_for_cycle)
+from her_rl.algos.offpolicy import (PRECISIONS, GoalInputs, clip_to_return_range, collect_episodes, cycle_result,
+                                    cycle_envs, hindsight_memory, polyak_update, update_precision, updates_for_cycle)
 from her_rl.registry import ConfigError
 from her_rl.rl.her import STRATEGIES
 from her_rl.rl.nets import mlp
@@ -63,6 +63,7 @@ class HerDQN:
         grad_clip: float | None = None,
         normalize: str | bool = "auto",
         norm_clip: float = 5.0,
+        precision: str = "float32",
     ):
         if strategy not in STRATEGIES:
             raise ConfigError(f"unknown HER strategy '{strategy}'; valid choices: {', '.join(STRATEGIES)}")
@@ -73,6 +74,8 @@ class HerDQN:
                 raise ConfigError(f"algo.{key} must be > 0, got {value}")
         if batch_size > buffer_size:
             raise ConfigError(f"algo.batch_size ({batch_size}) is larger than algo.buffer_size ({buffer_size})")
+        if precision not in PRECISIONS:
+            raise ConfigError(f"algo.precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         if not 0.0 <= epsilon <= 1.0 or not 0.0 <= polyak <= 1.0 or not 0.0 < gamma <= 1.0:
             raise ConfigError("algo.epsilon and algo.polyak must lie in [0, 1], algo.gamma in (0, 1]")
 
@@ -80,7 +83,7 @@ class HerDQN:
         self.gamma, self.batch_size, self.epsilon = gamma, batch_size, epsilon
         self.updates_per_cycle, self.updates_per_step = updates_per_cycle, updates_per_step
         self.polyak, self.double_dqn = polyak, double_dqn
-        self.clip_target, self.grad_clip = clip_target, grad_clip
+        self.clip_target, self.grad_clip, self.precision = clip_target, grad_clip, precision
 
         self.envs, self.spec = cycle_envs(env, episodes_per_cycle, seed, "her_dqn")
         if not isinstance(self.spec.action_space, spaces.Discrete):
@@ -135,16 +138,17 @@ class HerDQN:
         reward = torch.as_tensor(b["reward"], device=self.device)
         not_done = 1.0 - torch.as_tensor(b["terminated"], dtype=torch.float32, device=self.device)
         discount = torch.as_tensor(b["discount"], device=self.device)  # gamma ** steps of the n-step return
-        with torch.no_grad():  # Q(s') outside the graph: backward costs as much as the forward passes
-            q_next_target = self.q_target(x_next)
-            if self.double_dqn:
-                q_next = q_next_target.gather(1, self.q(x_next).argmax(1, keepdim=True)).squeeze(1)
-            else:
-                q_next = q_next_target.max(1).values
-            target = reward + discount * not_done * q_next
-            if self.clip_target:  # goal-env rewards lie in [-1, 0], so returns lie in [-1/(1-gamma), 0]
-                target = clip_to_return_range(target, self.gamma)
-        q = self.q(x).gather(1, action.unsqueeze(1)).squeeze(1)
+        with update_precision(self.precision, self.device):
+            with torch.no_grad():  # Q(s') outside the graph: backward costs as much as the forward passes
+                q_next_target = self.q_target(x_next).float()
+                if self.double_dqn:
+                    q_next = q_next_target.gather(1, self.q(x_next).argmax(1, keepdim=True)).squeeze(1)
+                else:
+                    q_next = q_next_target.max(1).values
+            q = self.q(x).float().gather(1, action.unsqueeze(1)).squeeze(1)
+        target = reward + discount * not_done * q_next
+        if self.clip_target:  # goal-env rewards lie in [-1, 0], so returns lie in [-1/(1-gamma), 0]
+            target = clip_to_return_range(target, self.gamma)
         loss = F.smooth_l1_loss(q, target)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
