@@ -13,6 +13,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from her_rl.algos.offpolicy import PRECISIONS
 from her_rl.envs.bitflip import MAX_BITS
 from her_rl.registry import ConfigError, check_algo_keys
 from her_rl.rl.nets import _ACTIVATIONS
@@ -198,7 +199,7 @@ ALGO_SCHEMAS: dict[str, AlgoSchema] = {
         "lr": POSITIVE, "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT,
         "episodes_per_cycle": integer(1, MAX_ENVS), "updates_per_cycle": COUNT, "polyak": UNIT,
         "updates_per_step": optional(POSITIVE), "n_step": integer(1, 1000), "double_dqn": BOOL, "epsilon": UNIT, "clip_target": BOOL, "grad_clip": GRAD_NORM,
-        "normalize": choice("auto", True, False), "norm_clip": POSITIVE, "precision": choice("float32", "bfloat16"),
+        "normalize": choice("auto", True, False), "norm_clip": POSITIVE, "precision": choice(*PRECISIONS),
     }, _check_her_dqn),
     "her_ddpg": AlgoSchema({
         **_HER_CONTINUOUS, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "random_eps": UNIT,

@@ -1,6 +1,5 @@
 """scripts/bench_her.py: table, censored-median and ratio helpers on fabricated rows (no training)."""
 
-import importlib.util
 import json
 import subprocess
 import sys
