@@ -219,6 +219,7 @@ ALGO_SCHEMAS: dict[str, AlgoSchema] = {
         "gamma_ext": UNIT_OPEN_CLOSED, "gamma_int": UNIT_OPEN_CLOSED, "ext_coef": NON_NEGATIVE,
         "int_coef": NON_NEGATIVE, "rnd_lr": POSITIVE, "rnd_hidden": HIDDEN, "rnd_embed_dim": COUNT,
         "predictor_fraction": UNIT_OPEN_CLOSED, "rnd_init_steps": integer(0), "rnd_whiten": BOOL,
+        "int_norm_decay": UNIT_OPEN_CLOSED,
     }, _check_anneal),
 }
 

@@ -147,6 +147,14 @@ def test_rnd_ppo_counts_random_init_steps_and_has_two_value_heads():
     assert agent.global_step == 2 * (4 + 7 + 6)
 
 
+def test_rnd_ppo_takes_no_random_init_steps_when_nothing_reads_them():
+    agent = RNDPPO(env=deep_sea(4), seed=0, num_envs=2, num_steps=8, rnd_init_steps=5, rnd_whiten=False,
+                   rnd_hidden=(16,), rnd_embed_dim=8, hidden=(16,))
+    assert agent.train_iteration().env_steps == 2 * 7  # the rollout's own steps only
+    with pytest.raises(ConfigError, match="int_norm_decay"):
+        RNDPPO(env=deep_sea(4), seed=0, num_envs=2, num_steps=8, int_norm_decay=0.0, hidden=(16,))
+
+
 # -- rollout semantics ------------------------------------------------------------------------------
 def test_rollout_marks_next_step_reset_and_keeps_final_observation():
     envs = make_vec({"name": "gym", "id": "test/Count-v0", "kwargs": {}}, 2, seed=0)

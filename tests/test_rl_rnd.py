@@ -118,3 +118,39 @@ def test_zero_capacity_memory_stores_nothing_and_learn_is_a_no_op():
     assert rnd.memory_size == 0 and rnd.memory.shape == (0, 6) and rnd.learn() == 0.0
     with pytest.raises(ValueError):
         _make(memory_capacity=-1)
+
+
+def test_forget_weighs_earlier_data_down_by_the_factor():
+    from her_rl.rl import RunningMeanStd
+
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(10.0, 3.0, 200), rng.normal(0.0, 1.0, 50)
+    rms = RunningMeanStd(epsilon=1e-12)
+    rms.update(a)
+    rms.forget(0.25)
+    rms.update(b)
+    w = np.concatenate([np.full(a.size, 0.25), np.ones(b.size)])  # the weighted moments, by hand
+    x = np.concatenate([a, b])
+    mean = np.sum(w * x) / w.sum()
+    assert rms.mean == pytest.approx(mean, rel=1e-9)
+    assert rms.var == pytest.approx(np.sum(w * (x - mean) ** 2) / w.sum(), rel=1e-9)
+    with pytest.raises(ValueError, match="forget factor"):
+        rms.forget(0.0)
+
+
+def test_decayed_return_std_follows_the_current_reward_scale():
+    """All-history normalisation keeps the early large errors in the std, so later small rewards
+    come out small; with ret_norm_decay the std follows the recent returns and they come out O(1)."""
+    gen = torch.Generator().manual_seed(0)
+    early = [torch.rand(8, 4, generator=gen) * 100 for _ in range(5)]
+    late = [torch.rand(8, 4, generator=gen) for _ in range(40)]
+    outs = {}
+    for decay in (1.0, 0.5):
+        rnd = RND(2, hidden=(8,), embed_dim=4, gamma_int=0.5, seed=0, ret_norm_decay=decay)
+        for r in early + late[:-1]:
+            rnd.normalize_rewards(r)
+        outs[decay] = rnd.normalize_rewards(late[-1])
+    assert outs[1.0].mean() < 0.2  # held down by the early std (~30)
+    assert 0.5 < outs[0.5].mean() < 3.0  # recent returns: std ~0.33, mean reward 0.5
+    with pytest.raises(ValueError, match="ret_norm_decay"):
+        RND(2, ret_norm_decay=1.5)

@@ -13,7 +13,10 @@ Everything is :class:`her_rl.algos.ppo.PPO` except:
 * after the PPO epochs the RND predictor is trained for the same epochs and minibatches on a
   random ``predictor_fraction`` (0.25) of each minibatch of next observations;
 * the RND input statistics start from ``rnd_init_steps`` vector steps of a uniformly random
-  policy, taken when the agent is built and counted in the first iteration's env steps.
+  policy, taken when the agent is built and counted in the first iteration's env steps (none
+  when ``rnd_whiten`` is off, since nothing reads them then);
+* ``int_norm_decay`` < 1 makes the intrinsic-return std an exponentially weighted one (weight of
+  earlier iterations times that factor per iteration) instead of the paper's all-history one.
 """
 
 from __future__ import annotations
@@ -50,19 +53,25 @@ class RNDPPO(PPO):
         predictor_fraction: float = 0.25,
         rnd_init_steps: int = 50,
         rnd_whiten: bool = True,
+        int_norm_decay: float = 1.0,
         **ppo_kwargs,
     ):
         if "gamma" in ppo_kwargs:
             raise ConfigError("rnd_ppo has gamma_ext and gamma_int instead of gamma")
+        if not 0.0 < int_norm_decay <= 1.0:
+            raise ConfigError(f"rnd_ppo: int_norm_decay must lie in (0, 1], got {int_norm_decay}")
         if not 0.0 < predictor_fraction <= 1.0:
             raise ConfigError(f"rnd_ppo: predictor_fraction must lie in (0, 1], got {predictor_fraction}")
         super().__init__(env, seed, device, gamma=gamma_ext, **ppo_kwargs)
         self.gamma_int, self.ext_coef, self.int_coef = float(gamma_int), float(ext_coef), float(int_coef)
         self.predictor_fraction = float(predictor_fraction)
         self.rnd = RND(self.obs_proc.dim, rnd_hidden, rnd_embed_dim, lr=float(rnd_lr), gamma_int=self.gamma_int,
-                       memory_capacity=0, device=self.device, seed=int(seed), whiten_inputs=bool(rnd_whiten))
+                       memory_capacity=0, device=self.device, seed=int(seed), whiten_inputs=bool(rnd_whiten),
+                       ret_norm_decay=float(int_norm_decay))
         self._pending_steps = 0
-        if rnd_init_steps > 0:  # observation statistics from a uniformly random policy
+        # Input statistics from a uniformly random policy; without whitening nothing reads them,
+        # so the steps would be spent for nothing.
+        if rnd_init_steps > 0 and rnd_whiten:
             ro = self.collector.collect(self._random_actions, None, int(rnd_init_steps), self.n_value_heads)
             self.rnd.update_obs_stats(ro.obs_raw[1:][ro.valid])
             self._pending_steps = ro.env_steps

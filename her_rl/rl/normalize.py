@@ -50,6 +50,13 @@ class RunningMeanStd:
         self.var = np.asarray(m2 / tot, dtype=np.float64).reshape(self.shape)
         self.count = float(tot)
 
+    def forget(self, factor: float) -> None:
+        """Weigh the data seen so far by ``factor`` in (0, 1] in later merges: applied once per
+        update, it turns all-history statistics into exponentially weighted ones."""
+        if not 0.0 < factor <= 1.0:
+            raise ValueError(f"forget factor must lie in (0, 1], got {factor}")
+        self.count *= float(factor)
+
     @property
     def std(self) -> np.ndarray:
         """Standard deviation ``sqrt(var)`` (float64 numpy)."""

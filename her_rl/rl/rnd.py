@@ -32,8 +32,12 @@ class RND(nn.Module):
 
     def __init__(self, input_dim: int, hidden: Sequence[int] = (256, 256), embed_dim: int = 128,
                  lr: float = 1e-4, gamma_int: float = 0.99, memory_capacity: int = 10000,
-                 device="cpu", seed: int | None = None, whiten_inputs: bool = True):
+                 device="cpu", seed: int | None = None, whiten_inputs: bool = True,
+                 ret_norm_decay: float = 1.0):
         super().__init__()
+        if not 0.0 < ret_norm_decay <= 1.0:
+            raise ValueError(f"ret_norm_decay must lie in (0, 1], got {ret_norm_decay}")
+        self.ret_norm_decay = float(ret_norm_decay)
         self.whiten_inputs = bool(whiten_inputs)
         self.input_dim, self.gamma_int = int(input_dim), float(gamma_int)
         self.device = torch.device(device)
@@ -101,7 +105,10 @@ class RND(nn.Module):
         """Scale ``[T, N]`` intrinsic rewards by the running std of the discounted intrinsic return.
 
         The return is non-episodic (never reset at episode ends) and its per-env state is
-        carried across calls, as in the RND paper. Returns a tensor of the same shape.
+        carried across calls, as in the RND paper. The std is over all history (paper) with
+        ``ret_norm_decay=1``; below 1 the earlier calls' weight shrinks by that factor per call,
+        so the large errors of an untrained predictor stop holding the scale down.
+        Returns a tensor of the same shape.
         """
         r = np2torch(r_int, device=self.device)
         squeeze = r.dim() == 1
@@ -113,6 +120,7 @@ class RND(nn.Module):
         for t in range(r.shape[0]):  # forward-time running return, vectorised over envs
             self._ret = self._ret * self.gamma_int + r[t]
             rets[t] = self._ret
+        self.ret_rms.forget(self.ret_norm_decay)
         self.ret_rms.update(rets.reshape(-1))
         out = r / float(np.sqrt(self.ret_rms.var + 1e-8))
         return out.squeeze(1) if squeeze else out
