@@ -22,6 +22,7 @@ that final evaluation measures the policy after ``--budget`` steps.
     python scripts/bench_ppo.py --task reinforce --seeds 0 1 2      # REINFORCE, CartPole, 1000 episodes
     python scripts/bench_ppo.py --task mountaincar --seeds 0 1 2 3 4 --budget 300000
     python scripts/bench_ppo.py --task deep_sea --size 20 --seeds 0 1 2 3 4   # tuned/rnd_ppo_deep_sea.yaml for both
+    python scripts/bench_ppo.py --task deep_sea --size 10 20 30 40 50 --budget 2000000 --out ds.json  # the curve
 
 SB3 is imported only inside :func:`sb3_cartpole` (a benchmark-only extra: ``pip install -e .[bench]``).
 """
@@ -183,35 +184,76 @@ def ppo_overrides_like_rnd(env: str, overrides: list[str] = ()) -> list[str]:
 def bench_exploration(args, tmp: Path) -> dict:
     env = {"mountaincar": "mountaincar", "deep_sea": "deep_sea"}[args.task]
     found = -200.0 if env == "mountaincar" else 0.5  # a training episode above this reached the goal
-    common = [f"env={env}", f"budget.env_steps={args.budget}", "threads=1",
-              f"eval.every_iterations={args.eval_every}"]
-    if env == "deep_sea":
-        common += [f"size={args.size}", "eval.episodes=1"]  # deterministic env + greedy policy
-    else:  # train the whole budget: the final evaluation says how reliably the flag is reached
-        common += [f"eval.episodes={args.eval_episodes}", "eval.stop_when_solved=false"]
-    algos = {"rnd_ppo": ["algo=rnd_ppo"], "ppo": ["algo=ppo", *ppo_overrides_like_rnd(env, common)]}
-    for name, ovr in algos.items():  # --set algo.KEY=VALUE applies to both sides, replacing a default
-        keys = {o.split("=", 1)[0] for o in args.set}
-        algos[name] = [o for o in ovr if o.split("=", 1)[0] not in keys] + list(args.set)
+    sizes = args.size if env == "deep_sea" else [None]
     rows = {name: [] for name in args.algos}
-    for seed in args.seeds:
-        for name in args.algos:
-            out = tmp / f"{name}_{env}_{seed}"
-            res = ours(algos[name] + common + [f"seed={seed}"], out)
-            row = {"seed": seed, "first_found_train_steps": _first_step_above(out / "tb", "charts/episodic_return_max", found),
-                   "solved": res["solved"], "solved_at_env_steps": res["solved_at_env_steps"],
-                   "env_steps": res["env_steps"], "wall_s": res["wall_time_s"], "final_eval": res["eval_return"],
-                   "final_eval_terminated": res["eval_terminated_rate"]}
-            rows[name].append(row)
-            print(name, row, flush=True)
-    summary = {name: {"solved": f"{sum(r['solved'] for r in rs)}/{len(rs)}",
-                      "found_in_training": f"{sum(r['first_found_train_steps'] is not None for r in rs)}/{len(rs)}",
-                      "median_first_found_train_steps": _median([r["first_found_train_steps"] for r in rs]),
-                      "median_solved_at_env_steps": _median([r["solved_at_env_steps"] for r in rs]),
-                      "median_final_eval": _median([r["final_eval"] for r in rs]),
-                      "median_final_eval_terminated": _median([r["final_eval_terminated"] for r in rs])}
-               for name, rs in rows.items()}
-    return {"rows": rows, "summary": summary}
+    report = {"rows": rows, "summary": {}}
+    for size in sizes:
+        common = [f"env={env}", "threads=1", f"eval.every_iterations={args.eval_every}"]
+        if env == "deep_sea":
+            common += [f"size={size}", "eval.episodes=1"]  # deterministic env + greedy policy
+        else:  # train the whole budget: the final evaluation says how reliably the flag is reached
+            common += [f"eval.episodes={args.eval_episodes}", "eval.stop_when_solved=false"]
+        algos = {"rnd_ppo": ["algo=rnd_ppo"], "ppo": ["algo=ppo", *ppo_overrides_like_rnd(env, common)]}
+        budgets = {"rnd_ppo": args.budget, "ppo": args.ppo_budget or args.budget}
+        for name, ovr in algos.items():  # --set algo.KEY=VALUE applies to both sides, replacing a default
+            keys = {o.split("=", 1)[0] for o in args.set}
+            algos[name] = [o for o in ovr if o.split("=", 1)[0] not in keys] + list(args.set)
+        for seed in args.seeds:
+            for name in args.algos:
+                out = tmp / f"{name}_{env}_{size}_{seed}"
+                res = ours(algos[name] + common + [f"budget.env_steps={budgets[name]}", f"seed={seed}"], out)
+                row = {"seed": seed, "size": size, "budget": budgets[name],
+                       "first_found_train_steps": _first_step_above(out / "tb", "charts/episodic_return_max", found),
+                       "solved": res["solved"], "solved_at_env_steps": res["solved_at_env_steps"],
+                       "env_steps": res["env_steps"], "wall_s": res["wall_time_s"], "final_eval": res["eval_return"],
+                       "final_eval_terminated": res["eval_terminated_rate"]}
+                rows[name].append(row)
+                print(name, row, flush=True)
+                report["summary"] = summarize(rows)
+                if args.out:  # rewritten after every run, so a long sweep loses nothing when stopped
+                    args.out.write_text(json.dumps({**report, "args": _args_json(args)}, indent=2) + "\n")
+    return report
+
+
+def summarize(rows: dict[str, list[dict]]) -> dict:
+    """Per algorithm (and per deep sea size when there is more than one): solved share and medians."""
+    def one(rs):
+        return {"solved": f"{sum(r['solved'] for r in rs)}/{len(rs)}",
+                "found_in_training": f"{sum(r['first_found_train_steps'] is not None for r in rs)}/{len(rs)}",
+                "median_first_found_train_steps": _median([r["first_found_train_steps"] for r in rs]),
+                "median_solved_at_env_steps": _median([r["solved_at_env_steps"] for r in rs]),
+                "median_final_eval": _median([r["final_eval"] for r in rs]),
+                "median_final_eval_terminated": _median([r["final_eval_terminated"] for r in rs])}
+    summary = {}
+    for name, rs in rows.items():
+        sizes = sorted({r.get("size") for r in rs}, key=lambda v: -1 if v is None else v)
+        if len(sizes) <= 1:
+            summary[name] = one(rs)
+        else:
+            summary[name] = {f"size {n}": one([r for r in rs if r.get("size") == n]) for n in sizes}
+    return summary
+
+
+def size_table(rows: dict[str, list[dict]]) -> str:
+    """Markdown: per deep sea size, each algorithm's solved share and env steps to solve (per seed, median)."""
+    names = list(rows)
+    sizes = sorted({r["size"] for rs in rows.values() for r in rs})
+    head = "| size | " + " | ".join(f"{n} solved | {n} solved at env steps (median)" for n in names) + " |"
+    lines = [head, "|---:|" + "---|---|" * len(names)]
+    for size in sizes:
+        cells = []
+        for n in names:
+            rs = [r for r in rows[n] if r["size"] == size]
+            steps = [r["solved_at_env_steps"] for r in rs]
+            per = " / ".join(f"{x:,}" if x is not None else f">{r['budget']:,}" for x, r in zip(steps, rs))
+            med = _median(steps) if all(x is not None for x in steps) else None
+            cells += [f"{sum(r['solved'] for r in rs)}/{len(rs)}", per + (f" ({med:,.0f})" if med is not None else "")]
+        lines.append(f"| {size} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _args_json(args) -> dict:
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
 
 
 def main() -> None:
@@ -222,20 +264,28 @@ def main() -> None:
     p.add_argument("--budget", type=int, default=None, help="env steps per run (default: 100k cartpole, 300k others)")
     p.add_argument("--eval-every", type=int, default=None, help="iterations between evaluations (default 4 cartpole, 20 others)")
     p.add_argument("--eval-episodes", type=int, default=20)
-    p.add_argument("--size", type=int, default=20, help="deep sea grid size")
+    p.add_argument("--size", type=int, nargs="+", default=[20], help="deep sea grid size(s): several give the curve")
+    p.add_argument("--ppo-budget", type=int, default=None,
+                   help="exploration tasks: env steps for plain PPO (default: --budget)")
+    p.add_argument("--table", type=Path, default=None, help="only print the size table of this JSON report")
     p.add_argument("--algos", nargs="+", default=["rnd_ppo", "ppo"], help="exploration tasks: which of ours to run")
     p.add_argument("--set", nargs="*", default=[], metavar="algo.KEY=VALUE",
                    help="exploration tasks: overrides applied to both algorithms, e.g. algo.normalize_obs=false")
     p.add_argument("--no-sb3", action="store_true", help="cartpole: skip the SB3 side")
     p.add_argument("--out", type=Path, default=None, help="write the JSON report here")
     args = p.parse_args()
+    if args.table:
+        print(size_table(json.loads(args.table.read_text())["rows"]))
+        return
     args.budget = args.budget or (100_000 if args.task == "cartpole" else 300_000)
     args.eval_every = args.eval_every or (4 if args.task == "cartpole" else 20)
     with tempfile.TemporaryDirectory(prefix="bench_ppo_") as tmp:
         bench = {"cartpole": bench_cartpole, "reinforce": bench_reinforce}.get(args.task, bench_exploration)
         report = bench(args, Path(tmp))
-    report["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    report["args"] = _args_json(args)
     print(json.dumps(report["summary"], indent=2))
+    if args.task == "deep_sea" and len(args.size) > 1:
+        print(size_table(report["rows"]))
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
 

@@ -19,3 +19,21 @@ def test_plain_ppo_gets_exactly_the_ppo_keys_rnd_ppo_runs_with(bench, env):
     shared = set(ppo) - {"name", "_target_", "gamma"}
     assert shared and all(ppo[k] == rnd[k] for k in shared), {k: (ppo[k], rnd[k]) for k in shared if ppo[k] != rnd[k]}
     assert ppo.gamma == rnd.gamma_ext
+
+
+def test_deep_sea_curve_runs_every_size_and_budget_and_rewrites_its_report(bench, tmp_path):
+    import argparse
+    import json
+
+    out = tmp_path / "curve.json"
+    args = argparse.Namespace(task="deep_sea", size=[4, 5], seeds=[0], algos=["rnd_ppo", "ppo"], budget=3000,
+                              ppo_budget=2000, eval_every=2, eval_episodes=1, set=["algo.num_envs=4"], out=out)
+    report = bench.bench_exploration(args, tmp_path)
+    rows = report["rows"]
+    assert [(r["size"], r["budget"]) for r in rows["rnd_ppo"]] == [(4, 3000), (5, 3000)]
+    assert [(r["size"], r["budget"]) for r in rows["ppo"]] == [(4, 2000), (5, 2000)]
+    assert all(r["env_steps"] <= r["budget"] + 4 * 16 for rs in rows.values() for r in rs)
+    assert set(report["summary"]["ppo"]) == {"size 4", "size 5"}
+    assert json.loads(out.read_text())["rows"] == json.loads(json.dumps(rows))  # the last rewrite holds every run
+    table = bench.size_table(rows).splitlines()
+    assert len(table) == 4 and table[2].startswith("| 4 |") and table[3].startswith("| 5 |")
