@@ -37,3 +37,16 @@ def test_deep_sea_curve_runs_every_size_and_budget_and_rewrites_its_report(bench
     assert json.loads(out.read_text())["rows"] == json.loads(json.dumps(rows))  # the last rewrite holds every run
     table = bench.size_table(rows).splitlines()
     assert len(table) == 4 and table[2].startswith("| 4 |") and table[3].startswith("| 5 |")
+
+
+def test_deep_sea_probe_follows_the_frontier_and_stops_when_greedy_goes_all_right(capsys):
+    probe = load_script("deep_sea_probe")
+    try:
+        result = probe.main(["--size", "6", "--seed", "0", "--budget", "40000", "--every", "5"])
+    finally:
+        unload_script("deep_sea_probe")
+    out = capsys.readouterr().out
+    assert "frontier" in out and "P(reach 6:" in out
+    assert result["frontier"] == 5  # a size-6 run reaches the last diagonal cell
+    assert result["found"] is not None and result["solved_at"] is not None
+    assert result["found"] <= result["solved_at"] <= 40000
