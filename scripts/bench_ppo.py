@@ -41,6 +41,7 @@ import torch
 import yaml
 from omegaconf import OmegaConf
 
+from her_rl.checkpoint import write_atomic_text
 from her_rl.envs import make_vec
 from her_rl.runner import compose, evaluate, run
 
@@ -211,7 +212,7 @@ def bench_exploration(args, tmp: Path) -> dict:
                 print(name, row, flush=True)
                 report["summary"] = summarize(rows)
                 if args.out:  # rewritten after every run, so a long sweep loses nothing when stopped
-                    args.out.write_text(json.dumps({**report, "args": _args_json(args)}, indent=2) + "\n")
+                    write_atomic_text(args.out, json.dumps({**report, "args": _args_json(args)}, indent=2) + "\n")
     return report
 
 
