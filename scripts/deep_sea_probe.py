@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> dict:
         return out
 
     agent._advantages = watched
-    cells = torch.eye(n * n)[[k * n + k for k in range(n)]]
+    cells = np.eye(n * n, dtype=np.float32)[[k * n + k for k in range(n)]]  # one-hot diagonal cells
     depths = [d for d in (10, 20, 30, 40, 50) if d < n] + [n]
     start, steps, iteration = time.time(), 0, 0
     result = {"solved_at": None}
@@ -70,8 +70,9 @@ def main(argv: list[str] | None = None) -> dict:
         iteration += 1
         if iteration % args.every and steps < args.budget:
             continue
-        with torch.no_grad():
-            p_right = torch.softmax(agent.policy.net(cells), -1).numpy()[np.arange(n), right[np.arange(n), np.arange(n)]]
+        with torch.no_grad():  # the policy sees what collection feeds it (whitened if algo.normalize_obs)
+            logits = agent.policy.net(torch.as_tensor(agent.obs_proc.normalize(cells)))
+        p_right = torch.softmax(logits, -1).numpy()[np.arange(n), right[np.arange(n), np.arange(n)]]
         reach = np.cumprod(p_right)
         frontier = int(np.flatnonzero(diag_seen).max()) if diag_seen.any() else -1
         m = state["metrics"]
