@@ -195,7 +195,8 @@ class AlgoSchema:
 
 ALGO_SCHEMAS: dict[str, AlgoSchema] = {
     "her_dqn": AlgoSchema({
-        "strategy": choice("future", "final", "episode", "random", "none"), "k": integer(0), "hidden": HIDDEN,
+        "strategy": choice("future", "final", "episode", "random", "none"), "k": integer(0), "random_mix": UNIT,
+        "hidden": HIDDEN, "network": choice("mlp", "elementwise"),
         "lr": POSITIVE, "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT,
         "episodes_per_cycle": integer(1, MAX_ENVS), "updates_per_cycle": COUNT, "polyak": UNIT,
         "updates_per_step": optional(POSITIVE), "n_step": integer(1, 1000), "double_dqn": BOOL, "epsilon": UNIT, "clip_target": BOOL, "grad_clip": GRAD_NORM,

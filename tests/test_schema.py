@@ -50,6 +50,7 @@ BAD = [
     (HER, "algo.gamma=0", "algo.gamma must be a number in (0, 1]"),
     (HER, "algo.polyak=-0.1", "algo.polyak must be a number in [0, 1]"),
     (HER, "algo.epsilon=2", "algo.epsilon must be a number in [0, 1]"),
+    (HER, "algo.random_mix=1.5", "algo.random_mix must be a number in [0, 1]"),
     (HER, "algo.double_dqn=maybe", "algo.double_dqn must be true or false"),
     (HER, "algo.clip_target=0", "algo.clip_target must be true or false"),
     (HER, "algo.grad_clip=-1", "algo.grad_clip must be null or a finite number > 0"),

@@ -34,7 +34,9 @@ from her_rl.algos.offpolicy import (PRECISIONS, GoalInputs, clip_to_return_range
                                     cycle_envs, hindsight_memory, polyak_update, update_precision, updates_for_cycle)
 from her_rl.registry import ConfigError
 from her_rl.rl.her import STRATEGIES
-from her_rl.rl.nets import mlp
+from her_rl.rl.nets import ElementwiseQ, mlp
+
+NETWORKS = ("mlp", "elementwise")
 
 
 class HerDQN:
@@ -47,7 +49,9 @@ class HerDQN:
         device: str = "cpu",
         strategy: str = "future",
         k: int = 4,
+        random_mix: float = 0.0,
         hidden: Sequence[int] = (256,),
+        network: str = "mlp",
         lr: float = 1e-3,
         gamma: float = 0.98,
         batch_size: int = 128,
@@ -76,8 +80,10 @@ class HerDQN:
             raise ConfigError(f"algo.batch_size ({batch_size}) is larger than algo.buffer_size ({buffer_size})")
         if precision not in PRECISIONS:
             raise ConfigError(f"algo.precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-        if not 0.0 <= epsilon <= 1.0 or not 0.0 <= polyak <= 1.0 or not 0.0 < gamma <= 1.0:
-            raise ConfigError("algo.epsilon and algo.polyak must lie in [0, 1], algo.gamma in (0, 1]")
+        if network not in NETWORKS:
+            raise ConfigError(f"algo.network must be one of {', '.join(NETWORKS)}, got {network!r}")
+        if not 0.0 <= epsilon <= 1.0 or not 0.0 <= polyak <= 1.0 or not 0.0 <= random_mix <= 1.0 or not 0.0 < gamma <= 1.0:
+            raise ConfigError("algo.epsilon, algo.polyak and algo.random_mix must lie in [0, 1], algo.gamma in (0, 1]")
 
         self.device = torch.device(device)
         self.gamma, self.batch_size, self.epsilon = gamma, batch_size, epsilon
@@ -94,13 +100,23 @@ class HerDQN:
         self.inputs = GoalInputs(self.spec, normalize, norm_clip, self.device)
 
         self.rng = np.random.default_rng(seed)
-        self.memory = hindsight_memory(self.spec, buffer_size, strategy, k, seed, n_step=n_step, gamma=gamma)
-        self.q = mlp(self.inputs.dim, self.n_actions, hidden, activation="relu").to(self.device)
-        self.q_target = mlp(self.inputs.dim, self.n_actions, hidden, activation="relu").to(self.device)
+        self.memory = hindsight_memory(self.spec, buffer_size, strategy, k, seed, n_step=n_step, gamma=gamma,
+                                        random_mix=random_mix)
+        self.q = self._q_network(network, hidden, env).to(self.device)
+        self.q_target = self._q_network(network, hidden, env).to(self.device)
         self.q_target.load_state_dict(self.q.state_dict())
         self.q_target.requires_grad_(False)
         self.optimizer = torch.optim.Adam(self.q.parameters(), lr=lr, fused=self.device.type == "cpu")
         self.updates = 0
+
+    def _q_network(self, network: str, hidden: Sequence[int], env: dict[str, Any]) -> torch.nn.Module:
+        if network == "mlp":
+            return mlp(self.inputs.dim, self.n_actions, hidden, activation="relu")
+        if not self.inputs.obs_dim == self.inputs.goal_dim == self.n_actions:
+            raise ConfigError(f"algo.network=elementwise needs one action per observation and goal element "
+                              f"(bit-flip); '{env.get('name')}' has {self.inputs.obs_dim} observation and "
+                              f"{self.inputs.goal_dim} goal elements and {self.n_actions} actions")
+        return ElementwiseQ(self.n_actions, hidden)
 
     # -- acting ------------------------------------------------------------------------------
     @torch.no_grad()

@@ -25,6 +25,10 @@ Strategies (paper, section 4.5):
     episode  an achieved goal from any step of the same episode
     random   an achieved goal drawn uniformly from all stored steps
     none     no relabelling (plain experience replay: the baseline)
+
+``random_mix`` draws that share of the relabelled goals as ``random`` does, whatever the strategy:
+on bit-flip an episode of an untrained policy wanders a few bits from its start, so ``future`` goals
+alone never show the network the distances (about n/2) its evaluation goals lie at.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ class HindsightMemory:
         seed: int | None = None,
         n_step: int = 1,
         gamma: float | None = None,
+        random_mix: float = 0.0,
     ):
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown HER strategy '{strategy}'; valid choices: {', '.join(STRATEGIES)}")
@@ -84,8 +89,10 @@ class HindsightMemory:
             raise ValueError(f"n_step must be an integer >= 1, got {n_step!r}")
         if n_step > 1 and gamma is None:
             raise ValueError("n_step > 1 needs gamma (the n-step return is discounted)")
+        if not 0.0 <= random_mix <= 1.0:
+            raise ValueError(f"random_mix must lie in [0, 1], got {random_mix!r}")
         self.horizon, self.strategy, self.k = int(horizon), strategy, int(k)
-        self.n_step, self.gamma = int(n_step), gamma
+        self.n_step, self.gamma, self.random_mix = int(n_step), gamma, float(random_mix)
         self.compute_reward, self.compute_terminated = compute_reward, compute_terminated
         self.relabel_prob = 0.0 if strategy == "none" else self.k / (self.k + 1.0)
         T = self.horizon
@@ -139,7 +146,18 @@ class HindsightMemory:
     # -- relabelling -----------------------------------------------------------------------
     def goal_indices(self, ep: np.ndarray, t: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """For transitions (episode ep, step t), the (episode, index) of the achieved goal the
-        strategy picks. Index i refers to ``achieved_goal[:, i]``, the goal achieved after i steps."""
+        strategy picks. Index i refers to ``achieved_goal[:, i]``, the goal achieved after i steps.
+        With ``random_mix`` a share of them is drawn from any stored step instead."""
+        g_ep, g_idx = self._strategy_indices(ep, t, rng)
+        if self.random_mix > 0 and self.strategy not in ("random", "none"):
+            # goals from other episodes lie at distances this episode never travelled (bit-flip: ~n/2)
+            mixed = rng.random(len(ep)) < self.random_mix
+            g_ep, g_idx = np.array(g_ep), np.array(np.broadcast_to(g_idx, np.shape(ep)))
+            other, other_t = self.sample_steps(int(mixed.sum()), rng)
+            g_ep[mixed], g_idx[mixed] = other, other_t + 1
+        return g_ep, g_idx
+
+    def _strategy_indices(self, ep: np.ndarray, t: np.ndarray, rng: np.random.Generator):
         L = self.episodes.data["length"][ep]
         u = rng.random(len(ep))
         if self.strategy == "future":  # uniform over t+1 .. L: achieved at or after this transition's outcome

@@ -6,7 +6,7 @@ from typing import Sequence
 
 import torch.nn as nn
 
-__all__ = ["mlp"]
+__all__ = ["ElementwiseQ", "mlp"]
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU,
                 "leaky_relu": nn.LeakyReLU, "silu": nn.SiLU}
@@ -45,3 +45,32 @@ def mlp(in_dim: int, out_dim: int, hidden: Sequence[int] = (64, 64), activation=
         if not last:
             layers.append(act())
     return nn.Sequential(*layers)
+
+
+class ElementwiseQ(nn.Module):
+    """Q-values for envs whose action i acts on element i of the observation and of the goal (bit-flip:
+    action i flips bit i), shared over the elements (a Deep Sets-style equivariant network).
+
+    Input: ``[obs (n), goal (n)]`` concatenated, as an MLP gets it. Each element's pair
+    ``(obs_i, goal_i)`` goes through the same layers; after each layer the mean over the elements is
+    added back through its own weights, so every element also sees a summary of all of them (how far
+    the goal is). Output: Q for the action on each element, plus a shared term of the summary. The
+    weights do not depend on n, so the network is the same size for 10 bits or 1,000.
+    """
+
+    def __init__(self, n: int, hidden: Sequence[int] = (64, 64)):
+        super().__init__()
+        if not hidden:
+            raise ValueError("ElementwiseQ needs at least one hidden layer")
+        self.n = int(n)
+        dims = [2, *[int(h) for h in hidden]]
+        self.local = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.pooled = nn.ModuleList(nn.Linear(a, b, bias=False) for a, b in zip(dims[:-1], dims[1:]))
+        self.head = nn.Linear(dims[-1], 1)
+        self.pooled_head = nn.Linear(dims[-1], 1, bias=False)
+
+    def forward(self, x):
+        h = x.view(len(x), 2, self.n).transpose(1, 2)  # [B, n, 2]: (obs_i, goal_i)
+        for local, pooled in zip(self.local, self.pooled):
+            h = nn.functional.relu(local(h) + pooled(h.mean(1, keepdim=True)))
+        return self.head(h).squeeze(-1) + self.pooled_head(h.mean(1))

@@ -1,0 +1,45 @@
+"""Bit-flip past 50 bits: the element-wise Q-network and far relabelled goals (``random_mix``)."""
+
+import pytest
+import torch
+
+from her_rl.registry import ConfigError
+from her_rl.rl.nets import ElementwiseQ
+from her_rl.runner import compose, run
+
+
+def _permuted(x: torch.Tensor, n: int, perm: torch.Tensor) -> torch.Tensor:
+    return torch.cat([x[:, :n][:, perm], x[:, n:][:, perm]], dim=1)
+
+
+def test_elementwise_q_moves_with_its_elements_and_its_weights_fit_any_n():
+    torch.manual_seed(0)
+    q = ElementwiseQ(5, [8, 8])
+    x = torch.randn(3, 10)
+    perm = torch.tensor([2, 0, 1, 4, 3])
+    torch.testing.assert_close(q(_permuted(x, 5, perm)), q(x)[:, perm])  # relabel the bits, the Q-values follow
+    big = ElementwiseQ(9, [8, 8])
+    big.load_state_dict(q.state_dict())  # the same weights serve 9 bits
+    assert big(torch.randn(2, 18)).shape == (2, 9)
+    # elements with the same (bit, goal bit) pair get the same value, the others need not
+    bits = torch.tensor([[1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 1.0]])  # obs, goal: bits 1 and 2 differ
+    out = q(bits)[0]
+    assert torch.allclose(out[0], out[3]) and torch.allclose(out[0], out[4]) and not torch.allclose(out[0], out[1])
+
+
+def test_elementwise_network_is_refused_where_actions_do_not_match_elements():
+    with pytest.raises(ConfigError, match="algo.network=elementwise needs one action per observation and goal"):
+        run(compose(["env=push", "algo.network=elementwise", "progress=false", "budget.env_steps=10"]))
+
+
+@pytest.mark.parametrize("override", ["algo.network=conv", "algo.random_mix=-0.5"])
+def test_bad_large_n_keys_are_refused(override):
+    with pytest.raises(ConfigError, match=override.split("=")[0]):
+        run(compose([override, "progress=false", "budget.env_steps=10"]))
+
+
+def test_elementwise_q_solves_24_bits_in_a_few_thousand_env_steps(tmp_path):
+    cfg = compose(["n=24", "algo.network=elementwise", "algo.hidden=[32,32]", "progress=false",
+                   "budget.env_steps=4000", "eval.every_env_steps=1000"])
+    results = run(cfg, out_dir=tmp_path)
+    assert results["solved"] and results["eval_success_rate"] >= 0.95, results
