@@ -38,8 +38,9 @@ def test_bad_large_n_keys_are_refused(override):
         run(compose([override, "progress=false", "budget.env_steps=10"]))
 
 
-def test_elementwise_q_solves_24_bits_in_a_few_thousand_env_steps(tmp_path):
-    cfg = compose(["n=24", "algo.network=elementwise", "algo.hidden=[32,32]", "progress=false",
-                   "budget.env_steps=4000", "eval.every_env_steps=1000"])
+def test_the_large_n_preset_solves_64_bits_in_a_few_thousand_env_steps(tmp_path):
+    cfg = compose(["n=64", "tuned=her_dqn_bitflip_large_n", "progress=false", "budget.env_steps=4000",
+                   "eval.every_env_steps=1000"])
+    assert (cfg.algo.network, list(cfg.algo.hidden)) == ("elementwise", [32, 32])
     results = run(cfg, out_dir=tmp_path)
     assert results["solved"] and results["eval_success_rate"] >= 0.95, results
