@@ -13,6 +13,7 @@ from .rl import (  # noqa: E402  (re-export the public building blocks)
     ClipLoss,
     ContinuousAction,
     DiscreteAction,
+    ElementwiseQ,
     EntropyLoss,
     GaussianNoise,
     NormalPolicyHead,
@@ -32,7 +33,7 @@ from .rl import (  # noqa: E402  (re-export the public building blocks)
 from . import envs  # noqa: E402,F401  (registers the env ids with gymnasium)
 
 __all__ = [
-    "__version__", "RND", "Action", "ClipLoss", "ContinuousAction", "DiscreteAction",
+    "__version__", "RND", "Action", "ClipLoss", "ContinuousAction", "DiscreteAction", "ElementwiseQ",
     "EntropyLoss", "GaussianNoise", "NormalPolicyHead", "OUNoise", "PGLoss", "ReplayBuffer",
     "RewardHistory", "Rewards", "RunningMeanStd", "discounted_returns", "gae", "mlp",
     "np2torch", "set_seed", "to_numpy",

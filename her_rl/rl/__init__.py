@@ -2,7 +2,7 @@
 from .actions import Action, ContinuousAction, DiscreteAction, NormalPolicyHead
 from .history import RewardHistory
 from .losses import ClipLoss, EntropyLoss, PGLoss
-from .nets import mlp
+from .nets import ElementwiseQ, mlp
 from .noise import GaussianNoise, OUNoise
 from .normalize import RunningMeanStd
 from .replay import ReplayBuffer
@@ -12,7 +12,7 @@ from .utils import np2torch, set_seed, to_numpy
 
 __all__ = [
     "Action", "ContinuousAction", "DiscreteAction", "NormalPolicyHead",
-    "RewardHistory", "ClipLoss", "EntropyLoss", "PGLoss", "mlp",
+    "RewardHistory", "ClipLoss", "EntropyLoss", "PGLoss", "ElementwiseQ", "mlp",
     "GaussianNoise", "OUNoise", "RunningMeanStd", "ReplayBuffer",
     "Rewards", "discounted_returns", "gae", "RND", "np2torch", "set_seed", "to_numpy",
 ]
