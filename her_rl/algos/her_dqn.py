@@ -17,7 +17,10 @@ Departures from the paper's bit-flip setup (Andrychowicz et al. 2017), all confi
       ends on success, push and drag do not), so truncation is always bootstrapped;
     * bits enter the network as +-1 instead of running-mean normalisation (the statistics of
       uniform random bits are known: mean 1/2, std 1/2); other inputs use the paper's running
-      mean/std (``normalize``, ``norm_clip``).
+      mean/std (``normalize``, ``norm_clip``);
+    * opt-in for bit-flip past 50 bits: ``network=elementwise``, one small Q-network shared by every
+      bit (``ElementwiseQ`` in her_rl/rl/nets.py), and ``random_mix``, a share of relabelled goals
+      drawn from any stored step (far goals; measured, it did not help an MLP at n=64).
 """
 
 from __future__ import annotations
