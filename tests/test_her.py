@@ -177,14 +177,14 @@ def test_random_mix_draws_that_share_of_goals_from_other_episodes():
     lengths = np.array([1, 10, 3])
     obs = np.arange(33, dtype=np.float32).reshape(3, 11, 1)
 
-    def memory(mix: float) -> HindsightMemory:
-        mem = HindsightMemory(8, 10, 1, 1, compute_reward, strategy="final", k=10**6, random_mix=mix)
+    def memory(**mix) -> HindsightMemory:
+        mem = HindsightMemory(8, 10, 1, 1, compute_reward, strategy="final", k=10**6, **mix)
         mem.remember(obs=obs, achieved_goal=obs, desired_goal=np.zeros((3, 1)),
                      action=np.zeros((3, 10), dtype=np.int64), length=lengths)
         return mem
 
     ep, t = np.ones(100_000, dtype=np.int64), np.zeros(100_000, dtype=np.int64)
-    g_ep, g_idx = memory(0.3).goal_indices(ep, t, np.random.default_rng(1))
+    g_ep, g_idx = memory(random_mix=0.3).goal_indices(ep, t, np.random.default_rng(1))
     assert np.all((g_idx >= 1) & (g_idx <= lengths[g_ep]))
     own_final = (g_ep == 1) & (g_idx == 10)
     # the mixed goals land on episode 1's final step with probability 1/14
@@ -192,10 +192,7 @@ def test_random_mix_draws_that_share_of_goals_from_other_episodes():
     np.testing.assert_allclose(np.bincount(g_ep[g_ep != 1], minlength=3)[[0, 2]] / len(ep),
                                0.3 * lengths[[0, 2]] / lengths.sum(), atol=0.005)
     assert np.array_equal(ep, np.ones_like(ep))  # the caller's arrays are not written into
-    same = [memory(0.0).sample(64, np.random.default_rng(5))["goal"] for _ in range(2)]
-    plain = HindsightMemory(8, 10, 1, 1, compute_reward, strategy="final", k=10**6)
-    plain.remember(obs=obs, achieved_goal=obs, desired_goal=np.zeros((3, 1)),
-                   action=np.zeros((3, 10), dtype=np.int64), length=lengths)
-    np.testing.assert_array_equal(same[0], plain.sample(64, np.random.default_rng(5))["goal"])
+    np.testing.assert_array_equal(memory(random_mix=0.0).sample(64, np.random.default_rng(5))["goal"],
+                                  memory().sample(64, np.random.default_rng(5))["goal"])
     with pytest.raises(ValueError, match="random_mix"):
-        memory(1.5)
+        memory(random_mix=1.5)

@@ -27,15 +27,17 @@ def test_elementwise_q_moves_with_its_elements_and_its_weights_fit_any_n():
     assert torch.allclose(out[0], out[3]) and torch.allclose(out[0], out[4]) and not torch.allclose(out[0], out[1])
 
 
-def test_elementwise_network_is_refused_where_actions_do_not_match_elements():
+def test_elementwise_network_is_refused_where_actions_do_not_match_elements(tmp_path):
     with pytest.raises(ConfigError, match="algo.network=elementwise needs one action per observation and goal"):
-        run(compose(["env=push", "algo.network=elementwise", "progress=false", "budget.env_steps=10"]))
+        run(compose(["env=push", "algo.network=elementwise", "progress=false", "budget.env_steps=10"]),
+            out_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("override", ["algo.network=conv", "algo.random_mix=-0.5"])
-def test_bad_large_n_keys_are_refused(override):
+def test_bad_large_n_keys_are_refused(tmp_path, override):
     with pytest.raises(ConfigError, match=override.split("=")[0]):
-        run(compose([override, "progress=false", "budget.env_steps=10"]))
+        run(compose([override, "progress=false", "budget.env_steps=10"]), out_dir=tmp_path / "run")
 
 
 def test_the_large_n_preset_solves_64_bits_in_a_few_thousand_env_steps(tmp_path):

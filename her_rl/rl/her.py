@@ -152,7 +152,7 @@ class HindsightMemory:
         if self.random_mix > 0 and self.strategy not in ("random", "none"):
             # goals from other episodes lie at distances this episode never travelled (bit-flip: ~n/2)
             mixed = rng.random(len(ep)) < self.random_mix
-            g_ep, g_idx = np.array(g_ep), np.array(np.broadcast_to(g_idx, np.shape(ep)))
+            g_ep = g_ep.copy()  # future/final/episode return the caller's ep itself; g_idx is always new
             other, other_t = self.sample_steps(int(mixed.sum()), rng)
             g_ep[mixed], g_idx[mixed] = other, other_t + 1
         return g_ep, g_idx
