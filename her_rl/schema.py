@@ -13,6 +13,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from her_rl.algos.her_dqn import NETWORKS
 from her_rl.algos.offpolicy import PRECISIONS
 from her_rl.envs.bitflip import MAX_BITS
 from her_rl.registry import ConfigError, check_algo_keys
@@ -196,7 +197,7 @@ class AlgoSchema:
 ALGO_SCHEMAS: dict[str, AlgoSchema] = {
     "her_dqn": AlgoSchema({
         "strategy": choice("future", "final", "episode", "random", "none"), "k": integer(0), "random_mix": UNIT,
-        "hidden": HIDDEN, "network": choice("mlp", "elementwise"),
+        "hidden": HIDDEN, "network": choice(*NETWORKS),
         "lr": POSITIVE, "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT,
         "episodes_per_cycle": integer(1, MAX_ENVS), "updates_per_cycle": COUNT, "polyak": UNIT,
         "updates_per_step": optional(POSITIVE), "n_step": integer(1, 1000), "double_dqn": BOOL, "epsilon": UNIT, "clip_target": BOOL, "grad_clip": GRAD_NORM,

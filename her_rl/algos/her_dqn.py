@@ -85,8 +85,8 @@ class HerDQN:
             raise ConfigError(f"algo.precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         if network not in NETWORKS:
             raise ConfigError(f"algo.network must be one of {', '.join(NETWORKS)}, got {network!r}")
-        if not 0.0 <= epsilon <= 1.0 or not 0.0 <= polyak <= 1.0 or not 0.0 <= random_mix <= 1.0 or not 0.0 < gamma <= 1.0:
-            raise ConfigError("algo.epsilon, algo.polyak and algo.random_mix must lie in [0, 1], algo.gamma in (0, 1]")
+        if not 0.0 <= epsilon <= 1.0 or not 0.0 <= polyak <= 1.0 or not 0.0 < gamma <= 1.0:
+            raise ConfigError("algo.epsilon and algo.polyak must lie in [0, 1], algo.gamma in (0, 1]")
 
         self.device = torch.device(device)
         self.gamma, self.batch_size, self.epsilon = gamma, batch_size, epsilon
