@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: install run test bench bench-her bench-ppo bench-push bench-env bench-continuous bench-fetch clean
+.PHONY: install docs docs-serve run test bench bench-her bench-ppo bench-push bench-env bench-continuous bench-fetch clean
 
 install: $(STAMP)
 
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "torch==2.13.0"
-	$(BIN)/pip install --quiet -e ".[test,launchers,tune]"
+	$(BIN)/pip install --quiet -e ".[test,launchers,tune,video]"
 	touch $(STAMP)
 
 run: install
@@ -72,5 +72,16 @@ bench-env: $(STAMP)
 bench-ppo: $(VENV)/.bench
 	$(BIN)/python scripts/bench_ppo.py --task cartpole --seeds 0 1 2 3 4
 
+# The docs site (docs/, mkdocs.yml), built offline into site/; --strict turns every warning into an error.
+$(VENV)/.docs: $(STAMP)
+	$(BIN)/pip install --quiet -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.docs
+	$(BIN)/mkdocs build --strict
+
+docs-serve: $(VENV)/.docs
+	$(BIN)/mkdocs serve
+
 clean:
-	rm -rf $(VENV) outputs multirun build *.egg-info
+	rm -rf $(VENV) outputs multirun build site *.egg-info
