@@ -44,15 +44,15 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
     from gymnasium import spaces
 
     import her_rl.envs  # noqa: F401  (registers her_rl/* ids)
+    from her_rl.envs.custom import registered_id
     from her_rl.envs.fetch import ensure_registered
 
     env_id, kwargs = env["id"], dict(env.get("kwargs") or {})
     ensure_registered(env_id, env.get("name"))  # Fetch ids: gymnasium-robotics registers them, or one line
-    # Only registered ids: gymnasium would import a module named in "module:Env-v0" ids.
-    if env_id not in gym.registry:
-        raise ConfigError(f"unknown gymnasium env id '{env_id}' (check env.id; e.g. CartPole-v1, Acrobot-v1)")
+    # Only registered ids, never an import here: a "module:Env-v0" id's module must already be imported.
+    make_id = registered_id(env_id)
     try:
-        made = gym.make(env_id, disable_env_checker=True, **kwargs)
+        made = gym.make(make_id, disable_env_checker=True, **kwargs)
     except gym.error.DependencyNotInstalled as exc:
         raise ConfigError(f"env.id '{env_id}' needs packages that are not installed: {one_line(exc)}") from None
     except (TypeError, ValueError) as exc:

@@ -105,8 +105,9 @@ def resolve_target(algo: str, target: str | None) -> type:
     return getattr(importlib.import_module(module), cls)
 
 
-RUNTIME_ARGS = ("env", "seed", "device")
-"""Constructor arguments the runner passes itself; never config keys."""
+RUNTIME_ARGS = ("env", "seed", "device", "inference")
+"""Constructor arguments the runner passes itself; never config keys. ``inference=True`` builds
+only what acting needs (networks, input statistics): no training envs, no replay memory."""
 
 
 def accepted_params(name: str) -> list[str]:

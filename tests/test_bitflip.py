@@ -97,3 +97,14 @@ def test_large_n_vector_env_steps():
     obs, _ = venv.reset()
     assert obs["observation"].shape == (16, 128)
     venv.step(np.arange(16))
+
+
+def test_rgb_array_render_shows_state_above_goal():
+    env = gym.make("her_rl/BitFlip-v0", n=6, render_mode="rgb_array")
+    env.reset(seed=0)
+    state, goal = env.unwrapped._state.copy(), env.unwrapped._goal.copy()
+    frame = env.render()
+    assert frame.shape == (35, 96, 3) and frame.dtype == np.uint8
+    top, bottom = frame[8, 8::16], frame[25, 8::16]  # the centre of every cell of each row
+    assert [tuple(c) == (40, 90, 200) for c in top] == [bool(b) for b in state]
+    assert [tuple(c) == (230, 140, 30) for c in bottom] == [bool(b) for b in goal]

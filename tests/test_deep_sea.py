@@ -118,3 +118,15 @@ def test_batched_reset_leaves_arrays_returned_earlier_untouched():
     assert terminated.all()
     envs.reset()
     assert terminated.all()  # a rollout buffer may still hold this array
+
+
+def test_rgb_array_render_marks_the_agent():
+    env = gym.make("her_rl/DeepSea-v0", size=8, render_mode="rgb_array")
+    env.reset(seed=0)
+    cell = 256 // 8
+    before = env.render()
+    assert before.shape == (9 * cell, 8 * cell, 3)
+    assert tuple(before[cell // 2, cell // 2]) == (220, 40, 40)  # the agent starts top-left
+    env.step(env.unwrapped.optimal_actions()[0])
+    after = env.render()
+    assert tuple(after[cell + cell // 2, cell + cell // 2]) == (220, 40, 40)  # one row down, one right

@@ -76,6 +76,7 @@ class HerDDPG:
         env: dict[str, Any],
         seed: int = 0,
         device: str = "cpu",
+        inference: bool = False,
         strategy: str = "future",
         k: int = 4,
         hidden: Sequence[int] = (256, 256, 256),
@@ -109,7 +110,7 @@ class HerDDPG:
         self.updates_per_step = updates_per_step
         self.random_eps, self.noise_eps, self.action_l2, self.clip_target = random_eps, noise_eps, action_l2, clip_target
 
-        self.envs, self.spec = cycle_envs(env, episodes_per_cycle, seed, "her_ddpg")
+        self.envs, self.spec = cycle_envs(env, episodes_per_cycle, seed, "her_ddpg", inference)
         self.action_space = box_action_space(self.spec, env, "her_ddpg")
         self.horizon = self.spec.horizon
         self.act_dim = int(np.prod(self.action_space.shape))
@@ -119,7 +120,7 @@ class HerDDPG:
         # OU noise is correlated in time: one process per parallel episode, restarted every cycle
         noise_cls = OUNoise if noise == "ou" else GaussianNoise
         self.noise = noise_cls((episodes_per_cycle, self.act_dim), sigma=noise_eps, seed=seed + 1)
-        self.memory = hindsight_memory(self.spec, buffer_size, strategy, k, seed)
+        self.memory = None if inference else hindsight_memory(self.spec, buffer_size, strategy, k, seed)
 
         self.actor = nn.Sequential(mlp(self.inputs.dim, self.act_dim, hidden, activation="relu"), nn.Tanh()).to(self.device)
         self.actor_target = nn.Sequential(mlp(self.inputs.dim, self.act_dim, hidden, activation="relu"), nn.Tanh()).to(self.device)
@@ -225,7 +226,7 @@ class HerDDPG:
     def load_state_dict(self, state: dict) -> None:
         for key in ("actor", "actor_target", "critic", "critic_target", "actor_optimizer", "critic_optimizer", "inputs"):
             getattr(self, key).load_state_dict(state[key])
-        if "memory" in state:
+        if "memory" in state and self.memory is not None:
             self.memory.load_state_dict(state["memory"])
         self.noise.rng.bit_generator.state = state["noise"]["rng"]
         if "state" in state["noise"] and isinstance(self.noise, OUNoise):

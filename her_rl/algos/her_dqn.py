@@ -50,6 +50,7 @@ class HerDQN:
         env: dict[str, Any],
         seed: int = 0,
         device: str = "cpu",
+        inference: bool = False,
         strategy: str = "future",
         k: int = 4,
         random_mix: float = 0.0,
@@ -94,7 +95,7 @@ class HerDQN:
         self.polyak, self.double_dqn = polyak, double_dqn
         self.clip_target, self.grad_clip, self.precision = clip_target, grad_clip, precision
 
-        self.envs, self.spec = cycle_envs(env, episodes_per_cycle, seed, "her_dqn")
+        self.envs, self.spec = cycle_envs(env, episodes_per_cycle, seed, "her_dqn", inference)
         if not isinstance(self.spec.action_space, spaces.Discrete):
             raise ConfigError(f"her_dqn acts in Discrete action spaces only; '{env.get('name')}' ({env.get('id')}) "
                               f"has {self.spec.action_space}")
@@ -103,8 +104,8 @@ class HerDQN:
         self.inputs = GoalInputs(self.spec, normalize, norm_clip, self.device)
 
         self.rng = np.random.default_rng(seed)
-        self.memory = hindsight_memory(self.spec, buffer_size, strategy, k, seed, n_step=n_step, gamma=gamma,
-                                        random_mix=random_mix)
+        self.memory = None if inference else hindsight_memory(self.spec, buffer_size, strategy, k, seed, n_step=n_step,
+                                                              gamma=gamma, random_mix=random_mix)
         self.q = self._q_network(network, hidden, env).to(self.device)
         self.q_target = self._q_network(network, hidden, env).to(self.device)
         self.q_target.load_state_dict(self.q.state_dict())
@@ -204,7 +205,7 @@ class HerDQN:
         self.q_target.load_state_dict(state["q_target"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.inputs.load_state_dict(state["inputs"])
-        if "memory" in state:
+        if "memory" in state and self.memory is not None:
             self.memory.load_state_dict(state["memory"])
         self.rng.bit_generator.state = state["rng"]
         self.updates = int(state["updates"])

@@ -58,6 +58,7 @@ class HerSAC:
         env: dict[str, Any],
         seed: int = 0,
         device: str = "cpu",
+        inference: bool = False,
         strategy: str = "future",
         k: int = 4,
         hidden: Sequence[int] = (256, 256, 256),
@@ -89,7 +90,7 @@ class HerSAC:
         self.updates_per_step = updates_per_step
         self.autotune, self.clip_target = autotune, clip_target
 
-        self.envs, self.spec = cycle_envs(env, episodes_per_cycle, seed, "her_sac")
+        self.envs, self.spec = cycle_envs(env, episodes_per_cycle, seed, "her_sac", inference)
         self.action_space = box_action_space(self.spec, env, "her_sac")
         self.horizon = self.spec.horizon
         self.act_dim = int(np.prod(self.action_space.shape))
@@ -98,7 +99,7 @@ class HerSAC:
 
         self.rng = np.random.default_rng(seed)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)  # policy samples: the agent's own
-        self.memory = hindsight_memory(self.spec, buffer_size, strategy, k, seed)
+        self.memory = None if inference else hindsight_memory(self.spec, buffer_size, strategy, k, seed)
 
         self.actor = Actor(self.inputs.dim, self.act_dim, hidden).to(self.device)
         self.q1, self.q2, self.q1_target, self.q2_target = (Critic(self.inputs.dim, self.act_dim, hidden).to(self.device)
@@ -224,7 +225,7 @@ class HerSAC:
             getattr(self, key).load_state_dict(state[key])
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
-        if "memory" in state:
+        if "memory" in state and self.memory is not None:
             self.memory.load_state_dict(state["memory"])
         self.rng.bit_generator.state = state["rng"]
         self.generator.set_state(state["generator"])

@@ -64,7 +64,10 @@ def episode_horizon(envs: gym.vector.VectorEnv, env_cfg: dict[str, Any]) -> int 
     limits = [int(x) for x in limits if x]
     if limits:
         return min(limits)
-    spec = gym.spec(env_cfg["id"]) if env_cfg.get("id") in gym.registry else None
+    from her_rl.envs.custom import split_id
+
+    name = split_id(env_cfg.get("id", ""))[1]
+    spec = gym.spec(name) if name in gym.registry else None
     return int(spec.max_episode_steps) if spec is not None and spec.max_episode_steps else None
 
 
@@ -144,10 +147,18 @@ class GoalInputs:
         self._refresh()
 
 
-def cycle_envs(env_cfg: dict[str, Any], num_envs: int, seed: int, algo: str) -> tuple[gym.vector.VectorEnv, GoalEnvSpec]:
-    """The vector env a learner collects its cycles in, and what it needs to know of it."""
+def cycle_envs(env_cfg: dict[str, Any], num_envs: int, seed: int, algo: str,
+               inference: bool = False) -> tuple[gym.vector.VectorEnv | None, GoalEnvSpec]:
+    """The vector env a learner collects its cycles in, and what it needs to know of it.
+    ``inference``: one copy is built only to read the spec, then closed (no envs are returned)."""
     from her_rl.envs import make_vec  # here, not at the top: her_rl.envs is heavier than these helpers
 
+    if inference:
+        probe = make_vec(env_cfg, 1, seed=seed)
+        try:
+            return None, goal_env_spec(probe, env_cfg, algo)
+        finally:
+            probe.close()
     envs = make_vec(env_cfg, num_envs, seed=seed)
     if hasattr(envs, "autoreset"):
         envs.autoreset = False  # lock-step episodes; steps after an episode ends are masked

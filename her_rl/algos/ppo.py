@@ -34,6 +34,7 @@ class PPO:
         env: dict,
         seed: int = 0,
         device: str = "cpu",
+        inference: bool = False,
         num_envs: int = 8,
         num_steps: int = 32,
         epochs: int = 20,
@@ -72,13 +73,13 @@ class PPO:
 
         self.envs, self.obs_proc, self.policy, self.critic = make_actor_critic(
             self.algo_name, env, num_envs, seed, normalize_obs, obs_clip, hidden, activation, log_std_init,
-            value_heads=self.n_value_heads)
+            inference=inference, value_heads=self.n_value_heads)
         self.policy, self.critic = self.policy.to(self.device), self.critic.to(self.device)
         self.params = list(self.policy.parameters()) + list(self.critic.parameters())
         self.optimizer = torch.optim.Adam(self.params, lr=self.lr, eps=1e-5, fused=True)
         self.clip_loss, self.entropy_loss = ClipLoss(self.clip_eps), EntropyLoss()
         self.gen = torch.Generator(device=self.device).manual_seed(int(seed))
-        self.collector = RolloutCollector(self.envs, self.obs_proc, self.policy, seed, self.device)
+        self.collector = None if inference else RolloutCollector(self.envs, self.obs_proc, self.policy, seed, self.device)
         self.global_step = 0
         self.iteration = 0
 

@@ -38,6 +38,7 @@ class Reinforce:
         env: dict,
         seed: int = 0,
         device: str = "cpu",
+        inference: bool = False,
         num_envs: int = 4,
         lr: float = 1e-2,
         gamma: float = 0.99,
@@ -62,7 +63,7 @@ class Reinforce:
         self.max_grad_norm, self.max_episode_steps = max_grad_norm, int(max_episode_steps)
         self.envs, self.obs_proc, self.policy, critic = make_actor_critic(
             self.algo_name, env, num_envs, seed, normalize_obs, obs_clip, hidden, activation, log_std_init,
-            value_heads=1 if baseline == "critic" else None)
+            inference=inference, value_heads=1 if baseline == "critic" else None)
         self.policy = self.policy.to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=float(lr))
         self.critic = None
@@ -71,7 +72,7 @@ class Reinforce:
             self.vf_optimizer = torch.optim.Adam(self.critic.parameters(), lr=float(vf_lr))
         self.pg_loss, self.entropy_loss = PGLoss(), EntropyLoss()
         self.gen = torch.Generator(device=self.device).manual_seed(int(seed))
-        self.collector = RolloutCollector(self.envs, self.obs_proc, self.policy, seed, self.device)
+        self.collector = None if inference else RolloutCollector(self.envs, self.obs_proc, self.policy, seed, self.device)
         self.global_step = 0
         self.iteration = 0
 

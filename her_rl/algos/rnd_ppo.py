@@ -43,6 +43,7 @@ class RNDPPO(PPO):
         env: dict,
         seed: int = 0,
         device: str = "cpu",
+        inference: bool = False,
         gamma_ext: float = 0.999,
         gamma_int: float = 0.99,
         ext_coef: float = 2.0,
@@ -62,7 +63,7 @@ class RNDPPO(PPO):
             raise ConfigError(f"rnd_ppo: int_norm_decay must lie in (0, 1], got {int_norm_decay}")
         if not 0.0 < predictor_fraction <= 1.0:
             raise ConfigError(f"rnd_ppo: predictor_fraction must lie in (0, 1], got {predictor_fraction}")
-        super().__init__(env, seed, device, gamma=gamma_ext, **ppo_kwargs)
+        super().__init__(env, seed, device, inference, gamma=gamma_ext, **ppo_kwargs)
         self.gamma_int, self.ext_coef, self.int_coef = float(gamma_int), float(ext_coef), float(int_coef)
         self.predictor_fraction = float(predictor_fraction)
         self.rnd = RND(self.obs_proc.dim, rnd_hidden, rnd_embed_dim, lr=float(rnd_lr), gamma_int=self.gamma_int,
@@ -71,7 +72,7 @@ class RNDPPO(PPO):
         self._pending_steps = 0
         # Input statistics from a uniformly random policy; without whitening nothing reads them,
         # so the steps would be spent for nothing.
-        if rnd_init_steps > 0 and rnd_whiten:
+        if rnd_init_steps > 0 and rnd_whiten and self.collector is not None:
             ro = self.collector.collect(self._random_actions, None, int(rnd_init_steps), self.n_value_heads)
             self.rnd.update_obs_stats(ro.obs_raw[1:][ro.valid])
             self._pending_steps = ro.env_steps

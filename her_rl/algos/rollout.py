@@ -284,15 +284,20 @@ class RolloutCollector:
 
 
 def make_actor_critic(algo: str, env: dict, num_envs: int, seed: int, normalize_obs: bool, obs_clip: float,
-                      hidden, activation: str, log_std_init: float, value_heads: int | None):
+                      hidden, activation: str, log_std_init: float, value_heads: int | None, inference: bool = False):
     """The training envs, observation processor, policy and (if ``value_heads``) critic of an on-policy
-    algorithm. Networks are initialised from ``seed`` alone, whatever the global torch RNG holds."""
-    envs = make_vec(env, int(num_envs), seed)
+    algorithm. Networks are initialised from ``seed`` alone, whatever the global torch RNG holds.
+    ``inference``: one env copy is built only to read the spaces, then closed; no envs are returned."""
+    envs = make_vec(env, 1 if inference else int(num_envs), seed)
     check_spaces(algo, envs.single_observation_space, envs.single_action_space)
     obs_proc = ObsProcessor(envs.single_observation_space, normalize_obs, obs_clip)
+    action_space = envs.single_action_space
+    if inference:
+        envs.close()
+        envs = None
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
-        policy = Policy(obs_proc.dim, envs.single_action_space, hidden, activation, True, log_std_init)
+        policy = Policy(obs_proc.dim, action_space, hidden, activation, True, log_std_init)
         critic = (mlp(obs_proc.dim, value_heads, hidden, activation, ortho_init=True, out_gain=1.0)
                   if value_heads else None)
     return envs, obs_proc, policy, critic

@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 
 from her_rl.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
+from her_rl.envs.custom import registered_id
 from her_rl.envs.drag import DragEnv, DragVectorEnv
 from her_rl.envs.fetch import GoalVectorEnv, ensure_registered
 from her_rl.envs.push import PushEnv, PushVectorEnv
@@ -51,8 +52,7 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) ->
     env_id = env_cfg["id"]
     kwargs = dict(env_cfg.get("kwargs") or {})
     ensure_registered(env_id, env_cfg.get("name"))  # Fetch ids: import gymnasium-robotics, or one line
-    if env_id not in gym.registry:
-        raise ConfigError(f"unknown gymnasium env id '{env_id}' (check env.id; e.g. CartPole-v1, Acrobot-v1)")
+    env_id = registered_id(env_id)  # a "module:Env-v0" id: its module must have been imported already
     # A native numpy-batched implementation (CartPole's steps 20 copies ~3x faster than a loop of
     # single envs, same dynamics and time limit) beats the generic synchronous loop. JAX-backed
     # vector envs are skipped: they return JAX arrays, and the rest of the pipeline is numpy/torch.

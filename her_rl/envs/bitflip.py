@@ -57,7 +57,7 @@ def _sample_start_and_goal(rng: np.random.Generator, count: int, n: int) -> tupl
 class BitFlipEnv(gym.Env):
     """One n-bit flipping task with the gymnasium goal-env API (``gymnasium.make('her_rl/BitFlip-v0', n=15)``)."""
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, n: int = 15, render_mode: str | None = None):
         self.n = _check_n(n)
@@ -97,7 +97,32 @@ class BitFlipEnv(gym.Env):
     def render(self):
         if self.render_mode == "ansi":
             return "".join(map(str, self._state)) + " -> " + "".join(map(str, self._goal))
+        if self.render_mode == "rgb_array":
+            return render_bits(self._state, self._goal)
         return None
+
+
+# rgb_array colours: a set bit of the state, of the goal, a clear bit, the gaps between cells
+_ON, _GOAL_ON, _OFF, _GAP = (40, 90, 200), (230, 140, 30), (235, 235, 235), (60, 60, 60)
+
+
+def render_bits(state: np.ndarray, goal: np.ndarray, cell: int = 16) -> np.ndarray:
+    """The state (top row) above the goal (bottom row), one square per bit, bits that already
+    match the goal framed green: an image of (2 * cell + 3) x (n * cell) pixels."""
+    n = len(state)
+    image = np.empty((2 * cell + 3, n * cell, 3), dtype=np.uint8)
+    image[:] = _GAP
+    for row, bits, on in ((0, state, _ON), (1, goal, _GOAL_ON)):
+        colours = np.where(np.asarray(bits)[:, None] == 1, on, _OFF).astype(np.uint8)  # [n, 3]
+        top = 1 + row * (cell + 1)
+        block = np.repeat(colours[None, :, :], cell - 2, axis=0)  # [cell-2, n, 3]
+        block = np.repeat(block, cell, axis=1).reshape(cell - 2, n, cell, 3)
+        block[:, :, [0, -1]] = _GAP  # a gap column on each side of a cell
+        image[top:top + cell - 2] = block.reshape(cell - 2, n * cell, 3)
+    match = np.asarray(state) == np.asarray(goal)
+    frame = np.repeat(match, cell)
+    image[-1, frame] = (40, 170, 60)  # a green line under every bit that matches its goal
+    return image
 
 
 class BitFlipVectorEnv(VectorEnv):

@@ -60,7 +60,7 @@ def _one_hot(size: int, row, column) -> np.ndarray:
 class DeepSeaEnv(gym.Env):
     """``gymnasium.make('her_rl/DeepSea-v0', size=20, mapping_seed=0)``."""
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, size: int = 10, mapping_seed: int = 0, move_cost: float = 0.01, render_mode: str | None = None):
         self.size = _check_size(size)
@@ -96,12 +96,26 @@ class DeepSeaEnv(gym.Env):
         return [int(self.action_right[i, i]) for i in range(self.size)]
 
     def render(self):
+        if self.render_mode == "rgb_array":
+            return self._render_rgb()
         if self.render_mode != "ansi":
             return None
         grid = np.full((self.size, self.size), ".")
         if self.row < self.size:
             grid[self.row, self.column] = "A"
         return "\n".join("".join(r) for r in grid)
+
+
+    def _render_rgb(self) -> np.ndarray:
+        """The grid (the agent red, the treasure in the bottom-right cell gold), plus one row below
+        it where the agent lands when the episode ends."""
+        cell = max(4, 256 // self.size)
+        grid = np.zeros((self.size + 1, self.size, 3), dtype=np.uint8)
+        grid[:, :] = (20, 40, 90)
+        grid[self.size - 1, self.size - 1] = (240, 200, 40)
+        grid[self.size] = (50, 50, 50)
+        grid[min(self.row, self.size), self.column] = (220, 40, 40)
+        return np.repeat(np.repeat(grid, cell, axis=0), cell, axis=1)
 
 
 class DeepSeaVectorEnv(VectorEnv):

@@ -1,0 +1,67 @@
+"""The public Python API: train a run, load its policy, evaluate it.
+
+```python
+import her_rl
+
+results = her_rl.train(["algo=her_dqn", "env=bitflip", "n=8"], out_dir="outputs/flip8")
+policy = her_rl.load("outputs/flip8")
+print(her_rl.evaluate(policy, episodes=100)["success_rate"])
+```
+
+The training runner, Hydra and the algorithms are imported on first use, so ``import her_rl``
+stays light.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from her_rl.policy import Policy, load
+
+
+def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> dict[str, Any]:
+    """The run ``her-run`` makes of these overrides: the same checks, run folder rules (``out_dir``
+    plays ``hydra.run.dir``; None: a new folder under ``outputs/``), logs and checkpoints. Returns
+    the results dict that is also written to ``results.json`` (``load=PATH`` among the overrides:
+    the evaluation report instead). Bad input raises :class:`her_rl.ConfigError` with the one line
+    ``her-run`` would print."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from her_rl.cli import _check_group_names as check_group_names, hydra_message
+    from her_rl.registry import ConfigError
+    from her_rl.runner import compose, run
+
+    overrides = [str(o) for o in overrides]
+    try:
+        check_group_names(overrides)
+        cfg = compose(overrides)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(hydra_message(exc, overrides)) from None
+    return run(cfg, out_dir=out_dir, overrides=overrides)
+
+
+def evaluate(policy: Policy, episodes: int = 100, seed: int = 0) -> dict[str, float]:
+    """Greedy episodes of ``policy`` in its run's env, all played at once in one vector env:
+    ``success_rate`` (goal envs: ``info["is_success"]`` of each episode's last step), ``return``,
+    ``length`` (means) and ``terminated_rate`` (episodes that ended in a terminal state rather than
+    at the time limit). The same ``seed`` gives the same episodes."""
+    from her_rl.envs import make_vec
+    from her_rl.evaluation import evaluate as evaluate_agent
+    from her_rl.registry import ConfigError
+    from her_rl.schema import MAX_ENVS
+
+    if not isinstance(episodes, int) or isinstance(episodes, bool) or not 1 <= episodes <= MAX_ENVS:
+        raise ConfigError(f"episodes={episodes!r} is not allowed: episodes must be an integer in [1, {MAX_ENVS}]")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ConfigError(f"seed={seed!r} is not allowed: seed must be an integer >= 0")
+    envs = make_vec(policy.config["env"], episodes, seed=seed)
+    try:
+        result = evaluate_agent(policy.agent, envs, seed)
+    finally:
+        envs.close()
+    return {"episodes": episodes, **result}
+
+
+__all__ = ["Policy", "evaluate", "load", "train"]

@@ -1,0 +1,81 @@
+"""Your own env: ``env=gym env.id=some.module:EnvName-v0``, gymnasium's ``module:id`` convention.
+
+Importing ``some.module`` is what registers ``EnvName-v0`` (``gymnasium.register`` at import time).
+her-rl imports such a module at exactly one place, :func:`import_env_module`, and only for an id the
+user gave: on the command line (or in ``her_rl.train``'s overrides), or the saved id of a run the
+user resumes. A checkpoint or saved config opened any other way (``load=``, ``her_rl.load``) never
+imports a module: :func:`registered_id` refuses an id whose module is not imported yet, with one line
+saying how to name it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Iterable
+
+import gymnasium as gym
+
+from her_rl.registry import ConfigError
+
+
+def split_id(env_id: str) -> tuple[str | None, str]:
+    """``"pkg.mod:Name-v0"`` -> ``("pkg.mod", "Name-v0")``; a plain id has no module."""
+    module, sep, name = str(env_id).rpartition(":")
+    return (module, name) if sep and module else (None, str(env_id))
+
+
+def import_env_module(env_id: str) -> None:
+    """Import the module an id names (the user asked for it), then check that it registered the id."""
+    module, name = split_id(env_id)
+    if module is None:
+        return
+    if os.getcwd() not in sys.path and "" not in sys.path:  # as `python -m`: modules of the current folder
+        sys.path.insert(0, os.getcwd())
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        missing = f" (module '{exc.name}' not found)" if exc.name and exc.name != module else ""
+        raise ConfigError(f"env.id '{env_id}': cannot import module '{module}'{missing}; it must be importable "
+                          "from the current directory or an installed package (check PYTHONPATH)") from None
+    except Exception as exc:  # noqa: BLE001  (the user's module may raise anything at import)
+        why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        raise ConfigError(f"env.id '{env_id}': importing module '{module}' failed: {why}") from None
+    if name not in gym.registry:
+        raise ConfigError(f"env.id '{env_id}': module '{module}' was imported but registers no env '{name}' "
+                          f"(call gymnasium.register(id='{name}', entry_point=...) at its top level)")
+
+
+def registered_id(env_id: str) -> str:
+    """The id to hand to gymnasium, without importing anything: a ``module:`` id must have been
+    imported by :func:`import_env_module` (or by the user's own Python code) first."""
+    module, name = split_id(env_id)
+    if module is not None and module not in sys.modules:
+        raise ConfigError(f"env.id '{env_id}' names module '{module}', which her-rl imports only when you name it: "
+                          f"give env.id={env_id} on the command line (or import {module} before her_rl.load)")
+    if name not in gym.registry:
+        raise ConfigError(f"unknown gymnasium env id '{env_id}' (check env.id; e.g. CartPole-v1, Acrobot-v1, "
+                          "or your own env as env.id=your.module:YourEnv-v0)")
+    return name
+
+
+def ids_given(overrides: Iterable[str] | None) -> list[str]:
+    """The ``env.id`` values of command-line overrides (every value of a sweep) that name a module."""
+    if not overrides:
+        return []
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    found = []
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        if override.key_or_group != "env.id" or override.is_delete():
+            continue
+        values = override.sweep_string_iterator() if override.is_sweep_override() else [override.value()]
+        found += [str(v) for v in values if split_id(str(v))[0] is not None]
+    return found
+
+
+def import_given(overrides: Iterable[str] | None) -> None:
+    """Import the modules that the given overrides name in ``env.id``."""
+    for env_id in ids_given(overrides):
+        import_env_module(env_id)
