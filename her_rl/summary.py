@@ -1,14 +1,18 @@
 """What a sweep (or a folder of runs) found: one row per setting, learning curves, metric vs swept key.
 
 ``her-summary DIR`` (and, at the end of every multirun, :class:`SummaryCallback`) reads every run
-folder below DIR: its ``config.yaml``, ``history.jsonl`` (the overrides that defined it),
-``results.json`` when it finished, and its TensorBoard evaluations. Runs are grouped by their
-overrides minus ``seed`` (and the keys that may change on resume); each group becomes a row with
-the number of seeds, how many finished, failed or are still running, how many solved, the final
-evaluation metric (mean, std and a bootstrap 95% interval of the mean), and the median env steps and
-wall seconds of the solved runs. Written as ``summary.csv`` and ``summary.md`` in DIR, printed as a
-table; with matplotlib, ``curves.png`` (eval metric against env steps, mean and a band of one std
-over seeds, runs resampled on a common grid) and, when a numeric key was swept, ``by_<key>.png``.
+folder below DIR: the first line of its ``history.jsonl`` (the overrides that defined it) and its
+``results.json`` when it finished; ``config.yaml`` is only checked to be a YAML mapping. Runs are
+grouped by their overrides minus ``seed`` (and the keys that may change on resume); each group
+becomes a row with the number of seeds, how many finished, failed or are still running, how many
+solved, the final evaluation metric (mean, std, a bootstrap 95% interval of the mean, the
+interquartile mean and its bootstrap 95% interval), and the median env steps and wall seconds of
+the solved runs. Written as ``summary.csv`` (one column per setting key) and ``summary.md`` in DIR,
+printed as a table; ``curves.png`` and ``by_<key>.png`` come from :mod:`her_rl.summary_plots`.
+
+A run folder with a damaged file (results.json that is not a JSON object of numbers, a history line
+that is not JSON, a config.yaml that is not a mapping) is left out and named in one line on stderr;
+the others are still summarised.
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ from hydra.experimental.callback import Callback
 # Keys that do not define an experiment (run bookkeeping; seeds are what a row averages over).
 NOT_A_SETTING = ("seed", "experiment", "resume", "load", "progress", "device", "threads", "budget.", "eval.every_iterations", "eval.every_env_steps",
                  "eval.episodes", "eval.stop_when_solved", "checkpoint.", "guard.", "hydra.", "hydra/")
+STATS = ["metric", "seeds", "done", "running", "failed", "solved", "mean", "std", "ci_low", "ci_high",
+         "iqm", "iqm_ci_low", "iqm_ci_high", "median_steps_to_solve", "median_wall_s"]
+# results.json keys the summary uses, with the types a real run writes (None: not evaluated / not solved).
+NUMBER_KEYS = ("eval_success_rate", "eval_return", "solved_at_env_steps", "wall_time_s", "env_steps")
 
 
 @dataclass
@@ -40,9 +48,26 @@ class Run:
     goal_env: bool = True
 
 
+class BadRun(ValueError):
+    """A run folder whose files cannot be trusted; the message says which file and what is wrong."""
+
+
+class NothingWritten(OSError):
+    """Not one output file could be written (each failure was reported)."""
+
+
 def _is_setting(override: str) -> bool:
     key = override.lstrip("+~").split("=", 1)[0]
     return not any(key == k or (k.endswith((".", "/")) and key.startswith(k)) for k in NOT_A_SETTING)
+
+
+def setting_keys(setting: Sequence[str]) -> dict[str, str]:
+    """``("algo.strategy=none", "n=10")`` -> ``{"algo.strategy": "none", "n": "10"}`` (``~key``: removed)."""
+    out = {}
+    for override in setting:
+        key, eq, value = override.lstrip("+").partition("=")
+        out[key.lstrip("~")] = value if eq else "(removed)"
+    return out
 
 
 def _live(folder: Path) -> bool:
@@ -53,31 +78,116 @@ def _live(folder: Path) -> bool:
         lock = RunLock.probe(folder)
     except ConfigError:
         return True
+    except OSError:  # an unreadable lock file: no live run can be proven
+        return False
     if lock is not None:
         lock.release()
     return False
 
 
-def read_run(folder: Path) -> Run:
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise BadRun(f"{path.name} cannot be read ({why})") from None
+
+
+def _json(path: Path, text: str, what: str) -> Any:
+    if not text.strip():
+        raise BadRun(f"{what} is empty")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise BadRun(f"{what} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+
+
+def _overrides(folder: Path) -> list[str]:
     history = folder / "history.jsonl"
-    overrides: list[str] = []
-    if history.is_file():
-        first = history.read_text().splitlines()[:1]
-        overrides = list(json.loads(first[0]).get("overrides") or []) if first else []
-    seed = next((int(o.split("=", 1)[1]) for o in overrides if o.split("=", 1)[0] == "seed"), None)
+    if not history.exists():
+        return []
+    lines = _read_text(history).splitlines()
+    first = _json(history, lines[0] if lines else "", "history.jsonl line 1")
+    overrides = first.get("overrides", []) if isinstance(first, dict) else None
+    if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
+        raise BadRun("history.jsonl line 1 is not an object with a list of overrides")
+    return overrides
+
+
+def _results(path: Path) -> dict[str, Any]:
+    results = _json(path, _read_text(path), "results.json")
+    if not isinstance(results, dict):
+        raise BadRun(f"results.json holds a JSON {type(results).__name__}, not an object")
+    for key in NUMBER_KEYS:
+        value = results.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
+            raise BadRun(f"results.json: {key} is {value!r}, not a number")
+    if not isinstance(results.get("solved", False), bool):
+        raise BadRun(f"results.json: solved is {results['solved']!r}, not true/false")
+    if results.get("seed") is not None and (isinstance(results["seed"], bool) or not isinstance(results["seed"], int)):
+        raise BadRun(f"results.json: seed is {results['seed']!r}, not an integer")
+    return results
+
+
+def _check_config(folder: Path) -> None:
+    import yaml
+
+    path = folder / "config.yaml"
+    if not path.exists():
+        return
+    try:
+        config = yaml.safe_load(_read_text(path))
+    except yaml.YAMLError:
+        raise BadRun("config.yaml is not valid YAML") from None
+    if config is None:
+        raise BadRun("config.yaml is empty")
+    if not isinstance(config, dict):
+        raise BadRun(f"config.yaml holds a {type(config).__name__}, not a mapping of keys")
+
+
+def read_run(folder: Path) -> Run:
+    """The run in ``folder``; :class:`BadRun` (naming every damaged file) when it cannot be trusted."""
+    problems, overrides, results = [], [], None
+    try:
+        overrides = _overrides(folder)
+    except BadRun as exc:
+        problems.append(str(exc))
     results_file = folder / "results.json"
-    if results_file.is_file():
-        results = json.loads(results_file.read_text())
-        return Run(folder, tuple(sorted(o for o in overrides if _is_setting(o))), results.get("seed", seed), "done",
-                   results, "eval_success_rate" in results)
-    status = "running" if _live(folder) else "failed"
-    return Run(folder, tuple(sorted(o for o in overrides if _is_setting(o))), seed, status)
+    if results_file.exists():
+        try:
+            results = _results(results_file)
+        except BadRun as exc:
+            problems.append(str(exc))
+    try:
+        _check_config(folder)
+    except BadRun as exc:
+        problems.append(str(exc))
+    if problems:
+        raise BadRun("; ".join(problems))
+    seed = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "seed"), None)
+    seed = int(seed) if seed is not None and seed.lstrip("-").isdigit() else None
+    setting = tuple(sorted(o for o in overrides if _is_setting(o)))
+    if results is not None:
+        return Run(folder, setting, results.get("seed", seed), "done", results, "eval_success_rate" in results)
+    return Run(folder, setting, seed, "running" if _live(folder) else "failed")
+
+
+def read_runs(root: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
+    """Every run folder below ``root`` (a folder with a history.jsonl or a results.json), sorted, and
+    the folders left out with what is wrong in each."""
+    folders = {p.parent for pattern in ("history.jsonl", "results.json") for p in root.rglob(pattern)}
+    runs, bad = [], []
+    for folder in sorted(folders):
+        try:
+            runs.append(read_run(folder))
+        except BadRun as exc:
+            bad.append((folder, str(exc)))
+    return runs, bad
 
 
 def find_runs(root: Path) -> list[Run]:
-    """Every run folder below ``root`` (a folder with a history.jsonl or a results.json), sorted."""
-    folders = {p.parent for pattern in ("history.jsonl", "results.json") for p in root.rglob(pattern)}
-    return [read_run(f) for f in sorted(folders)]
+    """The readable runs below ``root`` (see :func:`read_runs` for the ones left out)."""
+    return read_runs(root)[0]
 
 
 def bootstrap_ci(values: Sequence[float], level: float = 0.95, draws: int = 2000, seed: int = 0) -> tuple[float, float]:
@@ -90,31 +200,103 @@ def bootstrap_ci(values: Sequence[float], level: float = 0.95, draws: int = 2000
     return float(lo), float(hi)
 
 
+def _trimmed(x: np.ndarray) -> np.ndarray:
+    """Mean over the last axis of the middle 50%: int(n / 4) values cut at each end, as
+    ``scipy.stats.trim_mean(x, 0.25)`` does."""
+    n = x.shape[-1]
+    cut = int(0.25 * n)
+    return np.sort(x, axis=-1)[..., cut:n - cut].mean(axis=-1)
+
+
+def iqm(values: Sequence[float]) -> float:
+    """Interquartile mean (Agarwal et al. 2021, rliable's ``aggregate_iqm``): the mean of the middle
+    50% of the runs, ``scipy.stats.trim_mean(x, 0.25)``; int(n / 4) runs are cut at each end, so
+    with fewer than 4 runs nothing is cut and it is the plain mean. Nested lists (one per task) are
+    pooled."""
+    x = np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in values]) if len(values) else np.array([])
+    return float(_trimmed(x)) if len(x) else math.nan
+
+
+def iqm_ci(strata: Sequence[Any], level: float = 0.95, draws: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Stratified percentile bootstrap interval of the IQM, as rliable's ``StratifiedBootstrap``
+    (over runs, not tasks) with the percentile method: every resample draws each task's runs with
+    replacement from that task alone (its own number of runs) and takes the IQM of them all pooled.
+    ``strata`` is one list of scores per task, or a flat list of scores (one task). NaN with fewer
+    than 2 runs; a fixed seed gives the same interval for the same runs."""
+    if len(strata) and np.ndim(strata[0]) == 0:
+        strata = [strata]
+    groups = [np.ravel(np.asarray(s, dtype=float)) for s in strata]
+    groups = [g for g in groups if len(g)]
+    if sum(len(g) for g in groups) < 2:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    pooled = np.concatenate([g[rng.integers(0, len(g), size=(draws, len(g)))] for g in groups], axis=1)
+    lo, hi = np.quantile(_trimmed(pooled), [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(lo), float(hi)
+
+
 def _metric(run: Run) -> float | None:
     key = "eval_success_rate" if run.goal_env else "eval_return"
     value = run.results.get(key)
     return None if value is None else float(value)
 
 
+def _median(values: list[Any]) -> float:
+    values = [v for v in values if v is not None]
+    return float(np.median(values)) if values else math.nan
+
+
+def _sort_key(keys: dict[str, str], columns: Sequence[str]) -> tuple:
+    """Numbers numerically (5 before 10), then text, then rows without the key."""
+    out = []
+    for column in columns:
+        value = keys.get(column)
+        try:
+            out.append((0, float(value), "") if value is not None else (2, 0.0, ""))
+        except ValueError:
+            out.append((1, 0.0, value))
+    return tuple(out)
+
+
 def summarise(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """One row per setting, sorted by its keys (see :func:`_sort_key`); a row holds ``setting`` (the
+    overrides as one label), ``keys`` (key -> value) and the :data:`STATS` columns."""
     rows = []
     for setting in dict.fromkeys(r.setting for r in runs):
         group = [r for r in runs if r.setting == setting]
         done = [r for r in group if r.status == "done"]
         values = [v for v in (_metric(r) for r in done) if v is not None]
         solved = [r for r in done if r.results.get("solved")]
-        lo, hi = bootstrap_ci(values)
+        several = len(values) > 1  # an interval from one run would claim a certainty it does not have
+        lo, hi = bootstrap_ci(values) if several else (math.nan, math.nan)
+        iqm_lo, iqm_hi = iqm_ci(values) if several else (math.nan, math.nan)
         rows.append({
-            "setting": " ".join(setting) or "(defaults)",
+            "setting": " ".join(setting) or "(defaults)", "keys": setting_keys(setting),
             "metric": "eval_success_rate" if all(r.goal_env for r in done) else "eval_return",
             "seeds": len(group), "done": len(done), "running": sum(r.status == "running" for r in group),
             "failed": sum(r.status == "failed" for r in group), "solved": len(solved),
             "mean": float(np.mean(values)) if values else math.nan,
-            "std": float(np.std(values, ddof=1)) if len(values) > 1 else math.nan, "ci_low": lo, "ci_high": hi,
-            "median_steps_to_solve": float(np.median([r.results["solved_at_env_steps"] for r in solved])) if solved else math.nan,
-            "median_wall_s": float(np.median([r.results["wall_time_s"] for r in solved])) if solved else math.nan,
+            "std": float(np.std(values, ddof=1)) if several else math.nan, "ci_low": lo, "ci_high": hi,
+            "iqm": iqm(values), "iqm_ci_low": iqm_lo, "iqm_ci_high": iqm_hi,
+            "median_steps_to_solve": _median([r.results.get("solved_at_env_steps") for r in solved]),
+            "median_wall_s": _median([r.results.get("wall_time_s") for r in solved]),
         })
-    return rows
+    columns = key_columns(rows)
+    return sorted(rows, key=lambda row: _sort_key(row["keys"], columns))
+
+
+def key_columns(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Every setting key of any row, in name order."""
+    return sorted({key for row in rows for key in row["keys"]})
+
+
+def csv_rows(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Header and rows of summary.csv: one column per setting key (empty where a row lacks it; a key
+    named like a statistic becomes ``setting.<key>``), then the statistics."""
+    keys = key_columns(rows)
+    names = {k: f"setting.{k}" if k in STATS else k for k in keys}
+    out = [{**{names[k]: row["keys"].get(k, "") for k in keys}, **{c: row[c] for c in STATS}} for row in rows]
+    return [names[k] for k in keys] + STATS, out
 
 
 def _fmt(value: Any) -> str:
@@ -125,113 +307,57 @@ def _fmt(value: Any) -> str:
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     cols = ["setting", "seeds", "done", "running", "failed", "solved", "metric", "mean", "std", "ci_low", "ci_high",
-            "median_steps_to_solve", "median_wall_s"]
+            "iqm", "iqm_ci_low", "iqm_ci_high", "median_steps_to_solve", "median_wall_s"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_fmt(row[c]) for c in cols) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def _curve(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
-    import logging
-
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    logging.getLogger("tensorboard").setLevel(logging.ERROR)  # "No path found after ..." at the end of a file
-
-    tag = "eval/success_rate" if run.goal_env else "eval/return"
-    acc = EventAccumulator(str(run.folder / "tb"), size_guidance={"scalars": 0})
-    acc.Reload()
-    if tag not in acc.Tags().get("scalars", []):
-        return None
-    events = acc.Scalars(tag)
-    return np.array([e.step for e in events], dtype=float), np.array([e.value for e in events], dtype=float)
-
-
-def plot(runs: Sequence[Run], root: Path, rows: Sequence[dict[str, Any]]) -> list[Path]:
-    """curves.png and, for a numeric swept key, by_<key>.png; headless (Agg)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written = []
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for setting in dict.fromkeys(r.setting for r in runs):
-        curves = [c for c in (_curve(r) for r in runs if r.setting == setting and r.status != "failed") if c]
-        if not curves:
-            continue
-        # Resample on a common grid; a run that stopped early (solved) keeps its last value.
-        grid = np.linspace(0, max(c[0][-1] for c in curves), 100)
-        ys = np.stack([np.interp(grid, steps, values) for steps, values in curves])
-        mean, std = ys.mean(0), ys.std(0)
-        label = " ".join(setting) or "(defaults)"
-        ax.plot(grid, mean, label=f"{label} ({len(curves)} seeds)")
-        ax.fill_between(grid, mean - std, mean + std, alpha=0.2)
-    ax.set_xlabel("env steps")
-    ax.set_ylabel("eval success rate" if all(r.goal_env for r in runs) else "eval return")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(root / "curves.png", dpi=120)
-    plt.close(fig)
-    written.append(root / "curves.png")
-
-    numeric = _numeric_keys(rows)
-    for key in numeric:
-        fig, ax = plt.subplots(figsize=(6, 4))
-        lines: dict[str, list[tuple[float, float, float, float]]] = {}
-        for row in rows:
-            parts = dict(p.split("=", 1) for p in row["setting"].split() if "=" in p)
-            rest = " ".join(f"{k}={v}" for k, v in parts.items() if k != key) or "all"
-            lines.setdefault(rest, []).append((float(parts[key]), row["mean"], row["ci_low"], row["ci_high"]))
-        for rest, points in lines.items():
-            x, y, lo, hi = map(np.array, zip(*sorted(points)))
-            ax.plot(x, y, marker="o", label=rest)
-            ax.fill_between(x, lo, hi, alpha=0.2)
-        ax.set_xlabel(key)
-        ax.set_ylabel(rows[0]["metric"])
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = root / f"by_{key.replace('/', '_')}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
-    return written
-
-
-def _numeric_keys(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Swept keys whose values are all numbers and take more than one value across rows."""
-    values: dict[str, set[str]] = {}
-    for row in rows:
-        for part in row["setting"].split():
-            if "=" in part:
-                key, value = part.split("=", 1)
-                values.setdefault(key, set()).add(value)
-
-    def number(v: str) -> bool:
-        try:
-            float(v)
-            return True
-        except ValueError:
-            return False
-
-    return [k for k, vs in values.items() if len(vs) > 1 and all(number(v) for v in vs)]
-
-
-def write_summary(root: Path, plots: bool = True, out=sys.stdout) -> list[dict[str, Any]]:
-    runs = find_runs(root)
-    if not runs:
-        raise FileNotFoundError(f"no run folders (history.jsonl or results.json) below {root}")
-    rows = summarise(runs)
-    with open(root / "summary.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    header, body = csv_rows(rows)
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=header)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(body)
+
+
+def write_summary(root: Path, plots: bool = True, out=None, err=None, prog: str = "her-summary") -> list[dict[str, Any]]:
+    """Summarise the runs below ``root``: summary.csv, summary.md, the table on ``out`` and (``plots``)
+    the figures. A damaged run folder or an output that cannot be written is one line on ``err``.
+    FileNotFoundError when no readable run is there; :class:`NothingWritten` when no file could be written."""
+    out, err = out or sys.stdout, err or sys.stderr  # looked up now: tests and callers may swap them
+    runs, bad = read_runs(root)
+    for folder, why in bad:
+        print(f"{prog}: warning: skipped {folder}: {why}", file=err)
+    if not runs:
+        left = f" ({len(bad)} run folders skipped, listed above)" if bad else ""
+        raise FileNotFoundError(f"no readable run folders (history.jsonl or results.json) below {root}{left}")
+    rows = summarise(runs)
     table = markdown(rows)
-    (root / "summary.md").write_text(table + "\n")
     print(table, file=out)
+    print(f"{len(runs)} runs in {len(rows)} settings" + (f"; {len(bad)} run folders skipped (listed on stderr)" if bad else ""),
+          file=out)
+    written, failed = [], []
+
+    def attempt(path: Path, write) -> None:
+        try:
+            write(path)
+            written.append(path)
+        except OSError as exc:
+            failed.append(path)
+            print(f"{prog}: error: cannot write {path}: {exc.strerror or exc}", file=err)
+
+    attempt(root / "summary.csv", lambda p: _write_csv(p, rows))
+    attempt(root / "summary.md", lambda p: p.write_text(table + "\n"))
     if plots:
-        for path in plot(runs, root, rows):
-            print(f"wrote {path}", file=out)
+        from her_rl.summary_plots import figures
+
+        for path, save in figures(runs, root, rows, err=err, prog=prog):
+            attempt(path, save)
+    for path in written:
+        print(f"wrote {path}", file=out)
+    if not written:
+        raise NothingWritten(f"no output could be written in {root}")
     return rows
 
 
@@ -241,12 +367,14 @@ class SummaryCallback(Callback):
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         root = Path(str(config.hydra.sweep.dir))
         try:
-            write_summary(root)
+            write_summary(root, prog="her-run")
         except Exception as exc:  # noqa: BLE001  (a summary must never turn a finished sweep into a failure)
             print(f"her-run: warning: no sweep summary for {root}: {exc}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Exit 0 when the summary was written (damaged run folders and outputs that could not be written
+    are reported, one line each), 1 when no output file could be written, 2 without readable runs."""
     p = argparse.ArgumentParser(prog="her-summary", description="Summarise the runs below a folder (a sweep or single runs).")
     p.add_argument("folder", type=Path)
     p.add_argument("--no-plots", action="store_true", help="only the table, CSV and Markdown")
@@ -259,6 +387,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"her-summary: error: {exc}", file=sys.stderr)
         return 2
+    except NothingWritten as exc:
+        print(f"her-summary: error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -60,7 +60,9 @@ def test_a_sweep_ends_with_a_summary_table_csv_and_plots(her_run, tmp_path):
     assert p.returncode == 0, p.stderr
     table = (sweep / "summary.md").read_text()
     assert "| n=3 | 2 |" in table and "| n=4 | 2 |" in table
-    assert (sweep / "summary.csv").read_text().count("\n") == 3
+    csv_text = (sweep / "summary.csv").read_text()
+    assert csv_text.count("\n") == 3 and csv_text.startswith("n,metric,seeds,")  # a column per swept key
+    assert [line.split(",")[0] for line in csv_text.splitlines()[1:]] == ["3", "4"]
     assert (sweep / "curves.png").stat().st_size > 0 and (sweep / "by_n.png").stat().st_size > 0
     # the command gives the same table again, for a sweep folder or any folder of runs
     (sweep / "summary.md").unlink()
