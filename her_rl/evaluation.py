@@ -1,8 +1,9 @@
 """Greedy evaluation, and ``her-run load=PATH``: a saved agent evaluated in its own env.
 
 ``load=`` rebuilds the saved run's agent and env from the checkpoint's config (only ``eval.*``,
-``seed``, ``device`` and ``threads`` may be given), evaluates greedily, and writes ``eval.json``
-next to the checkpoint, or into the folder given explicitly.
+``seed``, ``device``, ``threads`` and ``video.*`` may be given), evaluates greedily, and writes
+``eval.json`` next to the checkpoint, or into the folder given explicitly. With ``video=true`` it
+records greedy episodes into ``videos/`` there instead (:mod:`her_rl.video`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from her_rl import checkpoint
+from her_rl import checkpoint, video
 from her_rl.checkpoint import CheckpointError, OutputError
 from her_rl.config import one_line, resolved, validate
 from her_rl.envs import make_vec
@@ -78,15 +79,21 @@ def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
                         overrides: list[str] | None = None) -> dict[str, Any]:
     """``her-run load=PATH``: rebuild the saved run's agent and env, load its weights, evaluate
     greedily with the saved evaluation settings (``eval.*``, ``seed``, ``device`` and ``threads``
-    may be given); ``eval.json`` goes next to the checkpoint, or into ``out_dir`` if given."""
+    may be given); ``eval.json`` goes next to the checkpoint, or into ``out_dir`` if given.
+    With ``video.enabled`` (``video=true``) the episodes are recorded instead: see :func:`record_videos`."""
     current = resolved(cfg)
     TOP["load"].check("load", current.get("load"))
     path = Path(current["load"])
     if path.is_dir():
         path = path / CHECKPOINT
     saved = checkpoint.load(path)
-    config, _ = merge(saved["config"], current, overrides, verb="evaluate", extra_safe=("seed",))
+    config, _ = merge(saved["config"], current, overrides, verb="evaluate", extra_safe=("seed", "video"))
+    config["video"] = video.settings(current.get("video"))  # this command's, not the saved run's
     validate(config)
+    video.check_given(config["video"], overrides)
+    out = Path(out_dir) if out_dir is not None else path.parent
+    if config["video"]["enabled"]:
+        return record_videos(path, config, out / "videos")
     run_cfg = OmegaConf.create(config)
     torch.set_num_threads(int(run_cfg.threads))
     agent = build(config, device_name(run_cfg.device))
@@ -101,7 +108,6 @@ def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
         envs.close()
     report = {"checkpoint": str(path), "algo": run_cfg.algo.name, "env": run_cfg.env.name, "env_id": run_cfg.env.id,
               "episodes": episodes, "seed": seed, **{f"eval_{k}": v for k, v in result.items()}}
-    out = Path(out_dir) if out_dir is not None else path.parent
     try:
         out.mkdir(parents=True, exist_ok=True)
         checkpoint.write_atomic_text(out / "eval.json", json.dumps(report, indent=2) + "\n")
@@ -110,3 +116,23 @@ def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
                           f"{json.dumps(report)}") from None
     print(json.dumps(report))
     return report
+
+
+def record_videos(path: Path, config: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``her-run load=PATH video=true``: ``video.episodes`` greedy episodes of the run's policy
+    (:func:`her_rl.policy.load`), episode ``i`` from ``reset(seed=seed + i)``, written to
+    ``folder/episode-<i>.<video.format>``; prints one path a line (relative to the working
+    directory when below it)."""
+    from her_rl import policy as policies
+
+    options = config["video"]
+    torch.set_num_threads(int(config["threads"]))
+    policy = policies.load(path, device=str(config["device"]))
+    try:
+        paths = video.record(policy, folder, episodes=int(options["episodes"]), seed=int(config["seed"]),
+                             fps=options["fps"], fmt=str(options["format"]))
+    except OSError as exc:
+        raise OutputError(f"could not write the videos into {folder} ({exc.strerror or exc})") from None
+    for file in paths:
+        print(video.shown(file))
+    return {"checkpoint": str(path), "videos": [str(p) for p in paths]}

@@ -123,6 +123,8 @@ TOP: dict[str, Any] = {
     "guard": {"nonfinite": choice("stop", "skip"), "max_skips": COUNT},
     "resume": choice(False, True, "auto"),
     "load": optional(TEXT),
+    "video": {"enabled": BOOL, "episodes": integer(1, 1000), "fps": optional(real(0, 240, lo_open=True)),
+              "format": choice("mp4", "gif")},
     "progress": BOOL,
     "objective": choice("final_eval", "steps_to_solve"),
 }
