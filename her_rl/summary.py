@@ -7,8 +7,9 @@ grouped by their overrides minus ``seed`` (and the keys that may change on resum
 becomes a row with the number of seeds, how many finished, failed or are still running, how many
 solved, the final evaluation metric (mean, std, a bootstrap 95% interval of the mean, the
 interquartile mean and its bootstrap 95% interval), and the median env steps and wall seconds of
-the solved runs. Written as ``summary.csv`` (one column per setting key) and ``summary.md`` in DIR,
-printed as a table; ``curves.png`` and ``by_<key>.png`` come from :mod:`her_rl.summary_plots`.
+the solved runs (statistics in :mod:`her_rl.summary_stats`). Written as ``summary.csv`` (one column
+per setting key) and ``summary.md`` in DIR, printed as a table; ``curves.png`` and ``by_<key>.png``
+come from :mod:`her_rl.summary_plots`.
 
 A run folder with a damaged file (results.json that is not a JSON object of numbers, a history line
 that is not JSON, a config.yaml that is not a mapping) is left out and named in one line on stderr;
@@ -28,6 +29,8 @@ from typing import Any, Sequence
 
 import numpy as np
 from hydra.experimental.callback import Callback
+
+from her_rl.summary_stats import bootstrap_ci, iqm, iqm_ci
 
 # Keys that do not define an experiment (run bookkeeping; seeds are what a row averages over).
 NOT_A_SETTING = ("seed", "experiment", "resume", "load", "progress", "device", "threads", "budget.", "eval.every_iterations", "eval.every_env_steps",
@@ -188,51 +191,6 @@ def read_runs(root: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
 def find_runs(root: Path) -> list[Run]:
     """The readable runs below ``root`` (see :func:`read_runs` for the ones left out)."""
     return read_runs(root)[0]
-
-
-def bootstrap_ci(values: Sequence[float], level: float = 0.95, draws: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean (a fixed seed: the same runs give the same interval)."""
-    x = np.asarray(values, dtype=float)
-    if len(x) < 2:
-        return (float(x[0]), float(x[0])) if len(x) else (math.nan, math.nan)
-    means = x[np.random.default_rng(seed).integers(0, len(x), size=(draws, len(x)))].mean(axis=1)
-    lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return float(lo), float(hi)
-
-
-def _trimmed(x: np.ndarray) -> np.ndarray:
-    """Mean over the last axis of the middle 50%: int(n / 4) values cut at each end, as
-    ``scipy.stats.trim_mean(x, 0.25)`` does."""
-    n = x.shape[-1]
-    cut = int(0.25 * n)
-    return np.sort(x, axis=-1)[..., cut:n - cut].mean(axis=-1)
-
-
-def iqm(values: Sequence[float]) -> float:
-    """Interquartile mean (Agarwal et al. 2021, rliable's ``aggregate_iqm``): the mean of the middle
-    50% of the runs, ``scipy.stats.trim_mean(x, 0.25)``; int(n / 4) runs are cut at each end, so
-    with fewer than 4 runs nothing is cut and it is the plain mean. Nested lists (one per task) are
-    pooled."""
-    x = np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in values]) if len(values) else np.array([])
-    return float(_trimmed(x)) if len(x) else math.nan
-
-
-def iqm_ci(strata: Sequence[Any], level: float = 0.95, draws: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """Stratified percentile bootstrap interval of the IQM, as rliable's ``StratifiedBootstrap``
-    (over runs, not tasks) with the percentile method: every resample draws each task's runs with
-    replacement from that task alone (its own number of runs) and takes the IQM of them all pooled.
-    ``strata`` is one list of scores per task, or a flat list of scores (one task). NaN with fewer
-    than 2 runs; a fixed seed gives the same interval for the same runs."""
-    if len(strata) and np.ndim(strata[0]) == 0:
-        strata = [strata]
-    groups = [np.ravel(np.asarray(s, dtype=float)) for s in strata]
-    groups = [g for g in groups if len(g)]
-    if sum(len(g) for g in groups) < 2:
-        return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    pooled = np.concatenate([g[rng.integers(0, len(g), size=(draws, len(g)))] for g in groups], axis=1)
-    lo, hi = np.quantile(_trimmed(pooled), [(1 - level) / 2, 1 - (1 - level) / 2])
-    return float(lo), float(hi)
 
 
 def _metric(run: Run) -> float | None:

@@ -7,8 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from her_rl.summary import iqm, iqm_ci, main, read_runs, summarise, write_summary
+from her_rl.summary import main, read_runs, summarise, write_summary
 from her_rl.summary_plots import Curve, curves_figure, mean_curve, read_curve
+from her_rl.summary_stats import iqm, iqm_ci
 
 
 def _run_folder(folder, overrides, env="bitflip", n=None, seed=0, success=0.5, evals=((1000, 0.5),), solved_at=None):
