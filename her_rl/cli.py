@@ -4,11 +4,14 @@ Before Hydra runs (and creates a run folder), the command is composed and checke
 names, Hydra's own override and key errors, every value, the env's spaces, the run folder. A
 problem is one line ``her-run: error: ...`` and exit status 2, with nothing created or written.
 ``load=`` evaluates without Hydra's run machinery, so no run folder is made for it. Inside the
-Hydra job, a refused run removes the (empty) folder Hydra made for it.
+Hydra job, a refused run removes the (empty) folder Hydra made for it. ``--version`` is her-rl's;
+``--help`` is Hydra's, with her-run's template (``conf/hydra/help/her_rl.yaml``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import sys
 from pathlib import Path
@@ -23,6 +26,8 @@ from her_rl.registry import ConfigError, algo_info, check_env_name
 # Flags after which Hydra does something other than run jobs (help, printing the config, ...).
 _RUN_FLAGS = ("-m", "--multirun")
 _MULTIRUN_CHECKS = 64  # at most this many sweep variants are composed and checked up front
+_HELP_FLAGS = ("--help", "-h")
+_DIRECTION = "hydra.sweeper.direction"
 
 rundir.register_resolvers()  # ${run_suffix:} in hydra.run.dir, also in launcher worker processes
 
@@ -202,13 +207,52 @@ def objective(results: dict, kind: str = "final_eval") -> float | None:
     return float(value) if value is not None else float("nan")
 
 
+def optuna_direction(argv: list[str]) -> list[str]:
+    """The command with ``hydra.sweeper.direction=maximize`` added when it picks the Optuna sweeper
+    without a direction (Optuna minimises by default, and every objective her-run returns is to be
+    maximised); a direction other than maximize is refused."""
+    keys = {a.lstrip("+~").split("=", 1)[0]: a.partition("=")[2] for a in argv if "=" in a}
+    if keys.get("hydra/sweeper") != "optuna":
+        return list(argv)
+    if _DIRECTION not in keys:  # next to the sweeper's override: after a flag's value it would not parse
+        at = next(i for i, a in enumerate(argv) if a.lstrip("+~").startswith("hydra/sweeper=")) + 1
+        return [*argv[:at], f"{_DIRECTION}=maximize", *argv[at:]]
+    if keys[_DIRECTION].strip("'\"[] ").lower() != "maximize":
+        raise ConfigError(f"{_DIRECTION}={keys[_DIRECTION]} is not accepted: her-run's objectives are to be "
+                          "maximised (objective=final_eval: the last eval success rate or return; "
+                          "steps_to_solve: minus the env steps to solve); leave it out or pass maximize")
+    return list(argv)
+
+
+def _help() -> None:
+    """Hydra's ``--help`` with her-run's template; its flag list would call --version Hydra's."""
+    text = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(text):
+            _hydra_main()  # it ends with sys.exit
+    finally:
+        print(text.getvalue().replace("Show Hydra's version and exit", "Show her-rl's version and exit"), end="")
+
+
 def main() -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from her_rl import __version__
+
+    if "--version" in sys.argv[1:]:
+        print(f"her-rl {__version__}")
+        return
+    try:
+        sys.argv[1:] = optuna_direction(sys.argv[1:])  # Hydra reads sys.argv
+    except ConfigError as exc:
+        _fail(exc)
     argv = sys.argv[1:]
     if any(a.startswith("-") and a not in _RUN_FLAGS for a in argv):
-        _hydra_main()  # --help, --cfg job, --info, ...: Hydra's business, nothing is run
+        if set(argv) & set(_HELP_FLAGS):
+            _help()
+        else:
+            _hydra_main()  # --cfg job, --info, ...: Hydra's business, nothing is run
         return
     overrides = [a for a in argv if a not in _RUN_FLAGS]
     try:
@@ -224,4 +268,4 @@ def main() -> None:
     _hydra_main()
 
 
-__all__ = ["main", "hydra_message"]
+__all__ = ["main", "hydra_message", "optuna_direction"]

@@ -1,4 +1,4 @@
-"""Run logging: TensorBoard scalars under CleanRL-style tags, and a live progress bar.
+"""Run logging: TensorBoard scalars under CleanRL-style tags, the config and the HParams tab.
 
 Whenever the folder already holds events, the writer is opened with ``purge_step`` = the first
 step this run will log (the checkpoint's step + 1 on resume, 0 for a fresh start in a folder whose
@@ -8,33 +8,22 @@ run continues from: no step is lost or shown twice.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
 from torch.utils.tensorboard import SummaryWriter
-from tqdm import tqdm
 
 
 class RunLogger:
-    def __init__(self, out_dir: Path, total_steps: int, start_step: int = 0, progress: bool = True, desc: str = ""):
+    def __init__(self, out_dir: Path, start_step: int = 0):
         log_dir = Path(out_dir) / "tb"
         purge = start_step if log_dir.exists() else None  # nothing to purge in a new folder
         self.writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge)
-        self.bar = tqdm(
-            total=total_steps, initial=start_step, desc=desc, unit="step", unit_scale=True,
-            disable=not progress, file=sys.stderr, dynamic_ncols=True, smoothing=0.1,
-        )
-        self.postfix: dict[str, str] = {}
 
     def scalars(self, values: dict[str, float], step: int) -> None:
         for tag, value in values.items():
             self.writer.add_scalar(tag, value, step)
-
-    def advance(self, steps: int, **postfix: float) -> None:
-        self.postfix.update({k: f"{v:.3g}" for k, v in postfix.items()})
-        self.bar.set_postfix(self.postfix, refresh=False)
-        self.bar.update(steps)
 
     def config(self, config_yaml: str) -> None:
         """The resolved config as text (TensorBoard's Text tab)."""
@@ -46,8 +35,9 @@ class RunLogger:
         from torch.utils.tensorboard.summary import hparams as hparams_summary
 
         clean = {k: v if isinstance(v, (bool, int, float, str)) else str(v) for k, v in hparams.items()}
+        flags = {k: v for k, v in clean.items() if isinstance(v, bool)}
         for summary in hparams_summary(clean, metrics):
-            self.writer.file_writer.add_summary(summary)
+            self.writer.file_writer.add_summary(_with_bools(summary, flags))
         for tag, value in metrics.items():
             self.writer.add_scalar(tag, value, 0)
 
@@ -55,21 +45,52 @@ class RunLogger:
         self.writer.flush()
 
     def close(self) -> None:
-        self.bar.close()
         self.writer.close()
+
+
+def _with_bools(summary, flags: dict[str, bool]):
+    """torch's ``hparams`` logs a bool as a number (``isinstance(True, int)``): mark it a bool."""
+    from tensorboard.plugins.hparams.api_pb2 import DataType
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
+
+    for value in summary.value:
+        data = HParamsPluginData.FromString(value.metadata.plugin_data.content)
+        if data.HasField("session_start_info"):
+            for key, flag in flags.items():
+                data.session_start_info.hparams[key].bool_value = flag
+        elif data.HasField("experiment"):
+            for info in data.experiment.hparam_infos:
+                if info.name in flags:
+                    info.type = DataType.Value("DATA_TYPE_BOOL")
+        value.metadata.plugin_data.content = data.SerializeToString()
+    return summary
 
 
 def hparams_of(config: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
     """What defines a run for the HParams tab: algo, env, seed, every scalar algo key, and the keys
-    given on the command line (the swept ones among them)."""
+    given on the command line (the swept ones among them), typed so TensorBoard sorts and plots
+    numbers as numbers: the run's own value of the key, else the override read as YAML."""
     out: dict[str, Any] = {"algo": config["algo"]["name"], "env": config["env"]["name"],
                            "env_id": config["env"]["id"], "seed": config["seed"]}
     out.update({f"algo.{k}": v for k, v in config["algo"].items() if k not in ("name", "_target_")})
     for item in overrides or []:
         key, _, value = item.lstrip("+~").partition("=")
         if not key.startswith("hydra"):
-            out.setdefault(key, value)
+            out.setdefault(key, _typed(config, key, value))
     return out
+
+
+def _typed(config: dict[str, Any], key: str, text: str) -> Any:
+    node: Any = config
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, (bool, int, float, str)):  # the value the run used (``lr=1e-3``: a float there)
+        return node
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return value if isinstance(value, (bool, int, float, str)) else text
 
 
 def final_metrics(results: dict[str, Any]) -> dict[str, float]:

@@ -32,6 +32,7 @@ from her_rl.envs import make_vec
 from her_rl.evaluation import build, device_name, eval_seed, evaluate, evaluate_checkpoint, load_agent
 from her_rl.guard import Guard, NonFiniteError
 from her_rl.logger import RunLogger, final_metrics, hparams_of
+from her_rl.progress import Progress, clear_line, count, job_label
 from her_rl.registry import ConfigError, EnvSpaces
 from her_rl import requeue
 from her_rl.resume import describe, merge
@@ -175,6 +176,7 @@ def _log_iteration(logger: RunLogger, result: IterationResult, step: int, sps: f
 
 
 def _warn(message: str) -> None:
+    clear_line()  # a warning starts on a clean line, not after the progress bar
     print(f"her-run: warning: {message}", file=sys.stderr, flush=True)
 
 
@@ -270,8 +272,11 @@ def _train(plan: Plan) -> dict[str, Any]:
             return "no checkpoint had been written yet"
         return f"the last good checkpoint {ckpt_path} (env step {saved_at[0]:,}) is kept"
 
-    logger = RunLogger(out, budget, start_step=state["env_steps"] + 1 if state["env_steps"] else 0,
-                       progress=bool(cfg.progress), desc=f"{cfg.algo.name}/{cfg.env.name}")
+    logger = RunLogger(out, start_step=state["env_steps"] + 1 if state["env_steps"] else 0)
+    label, parallel = job_label(cfg.algo.name, cfg.env.name)
+    progress = Progress(budget, wall_budget, step=state["env_steps"], elapsed=state["wall_time_s"], label=label,
+                        enabled=bool(cfg.progress), plain=parallel)
+    ended = "stopped"  # how the progress display ends: set below when the run ends normally
     logger.config(OmegaConf.to_yaml(cfg))
     interrupted: list[int] = []
     restore_signals = _stop_at_iteration_end_on_signal(interrupted)
@@ -301,12 +306,12 @@ def _train(plan: Plan) -> dict[str, Any]:
                     raise NonFiniteError(f"{where}, {skips_in_row} iterations in a row (guard.max_skips); training "
                                          f"stopped, {kept_checkpoint()}")
                 _warn(f"{where}; update skipped, networks restored to the last good iteration")
-                logger.advance(result.env_steps)
+                progress.update(step, state["wall_time_s"])
                 continue
             skips_in_row = 0
             guard.remember_good()
             charts = _log_iteration(logger, result, step, step / max(state["wall_time_s"], 1e-9))
-            postfix = {"SPS": charts["charts/SPS"]}
+            shown = {"train": charts.get("charts/success_rate" if goal_env else "charts/episodic_return")}
             if _eval_due(cfg.eval, state["iteration"], step, result.env_steps):
                 state["eval"] = evaluate(agent, eval_envs, eval_seed(cfg.seed, state["iteration"]))
                 evaluated_at = state["iteration"]
@@ -314,12 +319,9 @@ def _train(plan: Plan) -> dict[str, Any]:
                 if _is_solved(cfg, goal_env, state["eval"]) and state["solved_at_env_steps"] is None:
                     state["solved_at_env_steps"] = step
                     state["solved"] = bool(cfg.eval.stop_when_solved)
-                postfix["eval_success" if goal_env else "eval_return"] = (
-                    state["eval"]["success_rate"] if goal_env else state["eval"]["return"])
-            elif goal_env and "charts/success_rate" in charts:
-                postfix["success"] = charts["charts/success_rate"]
-            logger.advance(result.env_steps, **postfix)
+                shown["eval"] = state["eval"]["success_rate" if goal_env else "return"]
             state["wall_time_s"] = time.perf_counter() - start
+            progress.update(step, state["wall_time_s"], **shown)
             if time.perf_counter() - last_ckpt >= cfg.checkpoint.every_s:
                 save_checkpoint()
                 last_ckpt = time.perf_counter()
@@ -329,10 +331,16 @@ def _train(plan: Plan) -> dict[str, Any]:
             if _is_solved(cfg, goal_env, state["eval"]) and state["solved_at_env_steps"] is None:
                 state["solved_at_env_steps"] = state["env_steps"]
         state["wall_time_s"] = time.perf_counter() - start
+        if state["eval"] is not None:
+            progress.update(state["env_steps"], state["wall_time_s"],
+                            eval=state["eval"]["success_rate" if goal_env else "return"])
+        ended = ("stopped" if interrupted else "solved" if state["solved"]  # why the loop ended
+                 else "done" if state["env_steps"] >= budget else "time up")
         if not interrupted:
             logger.hparams(hparams_of(config, plan.overrides), final_metrics(_results(cfg, state, goal_env, ckpt_path)))
         saved_final = save_checkpoint(final=True)
     finally:
+        progress.close(ended)
         logger.close()
         restore_signals()
         eval_envs.close()
@@ -407,10 +415,12 @@ def _results(cfg: DictConfig, state: dict[str, Any], goal_env: bool, ckpt_path: 
 
 
 def _summary(results: dict[str, Any], out: Path) -> str:
+    """The run's last line, short enough for 100 columns: the folder names algo, env and seed (its
+    results.json has the rest), given relative to the current folder when it lies below it."""
     score = (f"eval success {results['eval_success_rate']:.2f}" if "eval_success_rate" in results
              else f"eval return {results['eval_return']:.1f}")
     status = "solved" if results["solved"] else "not solved"
-    return (f"{results['algo']} on {results['env']} (seed {results['seed']}): {status}, {score} after "
-            f"{results['env_steps']:,} env steps, {results['wall_time_s']:.1f} s -> {out / RESULTS}")
+    where = os.path.relpath(out)
+    return f"{status}: {score} at {count(results['env_steps'])} steps -> {out if where.startswith('..') else where}"
 
 
