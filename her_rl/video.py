@@ -14,6 +14,7 @@ import math
 import os
 import re
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ def _given(overrides: list[str] | None) -> list[str]:
 def refuse_without_load(cfg: dict[str, Any], overrides: list[str] | None) -> None:
     """Videos are recorded from a saved run: ``video`` keys on a training command are refused."""
     value = cfg.get("video")
-    wanted = value is True or (isinstance(value, dict) and value.get("enabled") is True)
+    wanted = value is True or (isinstance(value, Mapping) and value.get("enabled") is True)  # dict or DictConfig
     if not cfg.get("load") and (_given(overrides) or wanted):
         raise ConfigError("video keys need load=RUN_DIR: videos are recorded from a trained run "
                           "(her-run load=RUN_DIR video=true)")
