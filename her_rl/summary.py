@@ -139,7 +139,7 @@ def _check_config(folder: Path) -> None:
     if not path.exists():
         return
     try:
-        config = yaml.safe_load(_read_text(path))
+        config = yaml.load(_read_text(path), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # C: many folders
     except yaml.YAMLError:
         raise BadRun("config.yaml is not valid YAML") from None
     if config is None:
@@ -209,10 +209,14 @@ def _sort_key(keys: dict[str, str], columns: Sequence[str]) -> tuple:
     out = []
     for column in columns:
         value = keys.get(column)
+        if value is None:
+            out.append((2, 0.0, ""))
+            continue
         try:
-            out.append((0, float(value), "") if value is not None else (2, 0.0, ""))
+            number = float(value)
         except ValueError:
-            out.append((1, 0.0, value))
+            number = math.nan
+        out.append((0, number, "") if math.isfinite(number) else (1, 0.0, value))  # nan/inf sort as text
     return tuple(out)
 
 
