@@ -127,6 +127,7 @@ def record_videos(path: Path, config: dict[str, Any], folder: Path) -> dict[str,
 
     options = config["video"]
     torch.set_num_threads(int(config["threads"]))
+    video.offscreen()  # before loading: making the policy's env imports MuJoCo for Fetch runs
     policy = policies.load(path, device=str(config["device"]))
     try:
         paths = video.record(policy, folder, episodes=int(options["episodes"]), seed=int(config["seed"]),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -77,6 +78,15 @@ def settings(value: Any) -> dict[str, Any]:
     if isinstance(value, bool):
         return {**DEFAULTS, "enabled": value}
     return {**DEFAULTS, **dict(value)}
+
+
+def offscreen() -> None:
+    """Draw without a window: pygame (classic control) to a dummy display, MuJoCo (Fetch) through EGL
+    on a Linux machine without a display. Must run before MuJoCo is imported, i.e. before the env is
+    made or a policy loaded; variables already set are left alone (``MUJOCO_GL=osmesa``)."""
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("MUJOCO_GL", "egl")
 
 
 def _imageio():
@@ -185,7 +195,7 @@ def record(policy, folder: str | Path, episodes: int = DEFAULTS["episodes"], see
     if fmt not in FORMATS:
         raise VideoError(f"video.format={fmt!r} is not allowed: it must be one of {', '.join(FORMATS)}")
     imageio = _imageio()
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic control) draws off-screen, no window
+    offscreen()
     env = _make_env(policy)
     folder, made_folder = Path(folder), not Path(folder).exists()
     partial: list[Path] = []
@@ -236,5 +246,5 @@ def shown(path: Path) -> str:
         return str(path.resolve())
 
 
-__all__ = ["DEFAULTS", "FORMATS", "VideoError", "check_given", "expand_overrides", "fit_frame", "record", "refuse_without_load",
-           "settings", "shown"]
+__all__ = ["DEFAULTS", "FORMATS", "VideoError", "check_given", "expand_overrides", "fit_frame", "offscreen", "record",
+           "refuse_without_load", "settings", "shown"]

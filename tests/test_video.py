@@ -22,7 +22,6 @@ from her_rl.registry import ConfigError  # noqa: E402
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 HER_RUN = str(Path(sys.executable).with_name("her-run"))  # the conftest fixture is per test, runs are per module
-PYGAME = importlib.util.find_spec("pygame") is not None  # gymnasium's classic-control renderer
 
 
 def frames(path) -> list[np.ndarray]:
@@ -154,7 +153,9 @@ TRAIN = {  # a few thousand env steps: the agent need not be good, its episodes 
     "drag": ["algo=her_dqn", "env=drag", "budget.env_steps=1000"],
     "bitflip": ["algo=her_dqn", "env=bitflip", "n=20", "budget.env_steps=1000"],
     "cartpole": ["algo=ppo", "env=cartpole", "budget.env_steps=2048"],
+    "fetch_reach": ["algo=her_ddpg", "env=fetch_reach", "budget.env_steps=500"],  # MuJoCo, offscreen through EGL
 }
+NEEDS = {"cartpole": ("pygame",), "fetch_reach": ("mujoco", "gymnasium_robotics")}  # optional packages
 
 
 @pytest.fixture(scope="module")
@@ -174,10 +175,11 @@ def runs(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("name", ["push", "drag", "bitflip", "cartpole"])
+@pytest.mark.parametrize("name", ["push", "drag", "bitflip", "cartpole", "fetch_reach"])
 def test_load_video_writes_decodable_mp4s_and_prints_their_paths(her_run, runs, name):
-    if name == "cartpole" and not PYGAME:
-        pytest.skip("pygame (gymnasium's classic-control renderer) is not installed")
+    missing = [m for m in NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (pygame: the video extra; MuJoCo: the robotics extra)")
     run = runs(name)
     p = subprocess.run([her_run, f"load={run}", "video=true"], cwd=runs.cwd, env=ENV, capture_output=True,
                        text=True, timeout=300)
