@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -283,3 +284,147 @@ def test_load_writes_eval_next_to_the_checkpoint(her_run, tmp_path):
     assert p.returncode == 0, p.stderr
     assert json.loads((out / "eval.json").read_text())["episodes"] == 9  # the saved run's evaluation size
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no outputs/ folder
+
+
+# ---- what a run prints: progress in a terminal and in a log, the final line, HParams -----------
+
+PROGRESS_RUN = ["n=4", "budget.env_steps=3000", "eval.every_iterations=1"]
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _in_pty(cmd, cwd, columns=80, timeout=180):
+    """Run `cmd` with stdin/stdout/stderr on a pseudo-terminal `columns` wide; everything it wrote."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    proc = subprocess.Popen(cmd, cwd=cwd, env={**ENV, "COLUMNS": str(columns)}, stdin=slave, stdout=slave,
+                            stderr=slave, close_fds=True)
+    os.close(slave)
+    out, deadline = b"", time.time() + timeout
+    while time.time() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    assert proc.wait(timeout=30) == 0, out.decode(errors="replace")[-2000:]
+    return out.decode("utf-8", errors="replace")
+
+
+def _screen_lines(text):
+    return [line for line in re.split(r"[\r\n]", ANSI.sub("", text)) if line.strip()]
+
+
+def test_progress_in_an_80_column_terminal_fits_and_shows_the_evaluation(her_run, tmp_path):
+    lines = _screen_lines(_in_pty([her_run, *PROGRESS_RUN], tmp_path))
+    assert max(len(line) for line in lines[:-1]) <= 80, max(lines[:-1], key=len)  # all but the final line
+    bars = [line for line in lines if line.startswith("her_dqn/bitflip ")]
+    assert any("eval=" in line for line in bars), lines
+    assert re.match(r"her_dqn/bitflip (solved|done)\|", bars[-1]), bars[-1]  # ended, not frozen at a percentage
+    assert all(line.count("/s") <= 1 for line in bars)  # the speed once
+    final = lines[-1]
+    assert final.startswith(("solved: eval success", "not solved: eval success")) and len(final) <= 100, final
+    assert final.split(" -> ")[1].startswith("outputs/her_dqn-bitflip/")  # relative to where her-run ran
+    assert (tmp_path / final.split(" -> ")[1] / "results.json").is_file()
+
+
+def test_progress_in_a_log_has_no_bar_and_short_lines(her_run, tmp_path):
+    log, elsewhere = tmp_path / "run.log", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with open(log, "w") as f:
+        p = subprocess.run([her_run, *PROGRESS_RUN, "algo.double_dqn=false", "algo.lr=1e-3",
+                            f"hydra.run.dir={tmp_path / 'run'}"], cwd=elsewhere, env=ENV, stdout=f, stderr=f,
+                           timeout=180)
+    assert p.returncode == 0, log.read_text()
+    text = log.read_text()
+    assert "\r" not in text and "\x1b" not in text
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) < 200
+    assert re.match(r"her_dqn/bitflip (solved|done) \S+/3k steps .*eval=", lines[-2]), lines
+    assert lines[-1].endswith(f" -> {tmp_path / 'run'}")  # the folder is not below the current one: absolute
+    # the HParams tab: numbers as numbers, booleans as booleans
+    hparams = _hparams(tmp_path / "run" / "tb")
+    assert hparams["n"] == ("number_value", 4.0) and hparams["algo.lr"] == ("number_value", 0.001)
+    assert hparams["algo.double_dqn"] == ("bool_value", False) and hparams["algo"] == ("string_value", "her_dqn")
+
+
+def _hparams(logdir: Path) -> dict:
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
+
+    for path in logdir.glob("events.*"):
+        for event in EventFileLoader(str(path)).Load():
+            for value in event.summary.value:
+                data = HParamsPluginData.FromString(value.metadata.plugin_data.content)
+                if value.tag.startswith("_hparams_") and data.HasField("session_start_info"):
+                    return {k: (v.WhichOneof("kind"), getattr(v, v.WhichOneof("kind")))
+                            for k, v in data.session_start_info.hparams.items()}
+    raise AssertionError(f"no HParams in {logdir}")
+
+
+def test_hparams_of_types_the_given_overrides():
+    from her_rl.logger import hparams_of
+
+    config = {"algo": {"name": "her_dqn", "_target_": "x", "lr": 0.001, "strategy": "future"},
+              "env": {"name": "bitflip", "id": "her_rl/BitFlip-v0"}, "seed": 0, "n": 10,
+              "eval": {"stop_when_solved": False}}
+    got = hparams_of(config, ["n=10", "algo.lr=1e-3", "eval.stop_when_solved=false", "+extra=1.5", "+flag=true",
+                              "+name=on_policy", "+items=[1,2]", "hydra.run.dir=x", "~tuned"])
+    assert got["n"] == 10 and got["algo.lr"] == 0.001 and got["eval.stop_when_solved"] is False
+    assert got["extra"] == 1.5 and got["flag"] is True and got["name"] == "on_policy"
+    assert got["items"] == "[1,2]" and got["tuned"] == "" and "hydra.run.dir" not in got
+
+
+def test_a_sweep_names_its_jobs_in_the_progress_lines(her_run, tmp_path):
+    p = subprocess.run([her_run, "-m", "n=3,4", "budget.env_steps=300", "hydra/launcher=joblib",
+                        "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=ENV,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"^#0 n=3 (solved|done) ", p.stderr, re.M) and re.search(r"^#1 n=4 (solved|done) ", p.stderr, re.M)
+
+
+# ---- Optuna: her-run's objectives are maximised ------------------------------------------------
+
+def test_optuna_direction_minimize_is_refused(her_run, tmp_path):
+    p = subprocess.run([her_run, "-m", "hydra/sweeper=optuna", "hydra.sweeper.direction=minimize", "n=4",
+                        f"hydra.sweep.dir={tmp_path / 's'}"], cwd=tmp_path, env=ENV, capture_output=True, text=True,
+                       timeout=120)
+    _one_line_refusal(p)
+    assert "her-run's objectives are to be maximised" in p.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_optuna_without_a_direction_maximises(her_run, tmp_path):
+    from her_rl.cli import optuna_direction
+
+    assert optuna_direction(["-m", "hydra/sweeper=optuna", "--cfg", "hydra"])[:3] == \
+        ["-m", "hydra/sweeper=optuna", "hydra.sweeper.direction=maximize"]
+    assert optuna_direction(["n=3,4"]) == ["n=3,4"]  # other sweepers: left alone
+    p = subprocess.run([her_run, "hydra/sweeper=optuna", "--cfg", "hydra"], cwd=tmp_path, env=ENV,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "direction: maximize" in p.stdout  # the config the sweeper gets (Optuna's default: minimize)
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason="the tune extra is not installed")
+    sweep = tmp_path / "opt"
+    p = subprocess.run([her_run, "-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=2", "n=4",
+                        "algo.lr=choice(0.00001,0.003)", "budget.env_steps=200", "eval.stop_when_solved=false",
+                        "progress=false", f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    import yaml
+
+    scores = [json.loads(f.read_text())["eval_success_rate"] for f in sweep.glob("*/results.json")]
+    assert len(scores) == 2
+    assert yaml.safe_load((sweep / "optimization_results.yaml").read_text())["best_value"] == max(scores)

@@ -1,0 +1,42 @@
+"""her-run --help and --version say what her-rl is, not only that Hydra powers it."""
+
+import os
+import subprocess
+from importlib.metadata import version
+
+import her_rl
+
+ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
+
+
+def _run(her_run, *args, cwd):
+    return subprocess.run([her_run, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=120)
+
+
+def test_version_is_her_rls(her_run, tmp_path):
+    p = _run(her_run, "--version", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"her-rl {her_rl.__version__}\n" == f"her-rl {version('her-rl')}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_help_starts_with_her_rl_and_lists_groups_examples_and_flags(her_run, tmp_path):
+    p = _run(her_run, "--help", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert "her-rl" in lines[0] and "powered by Hydra" not in p.stdout
+    groups = {line.split(":")[0]: line for line in lines if line.split(":")[0] in ("algo", "env", "experiment", "tuned")}
+    assert set(groups) == {"algo", "env", "experiment", "tuned"}  # Hydra's own list of the installed groups
+    assert "her_dqn" in groups["algo"] and "rnd_ppo" in groups["algo"] and "deep_sea" in groups["env"]
+    assert any(line.strip().startswith("her-run -m hydra/sweeper=optuna") for line in lines)
+    assert "--version : Show her-rl's version and exit" in lines and "--cfg,-c : Show config instead of running" \
+        in p.stdout  # Hydra's flag list, with --version telling the truth
+    assert "Exit status: 0" in p.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_help_after_overrides_and_hydras_own_help_still_work(her_run, tmp_path):
+    p = _run(her_run, "algo=ppo", "env=cartpole", "--help", cwd=tmp_path)
+    assert p.returncode == 0 and "her-rl" in p.stdout.splitlines()[0], p.stderr
+    p = _run(her_run, "--hydra-help", cwd=tmp_path)
+    assert p.returncode == 0 and "hydra/launcher" in p.stdout, p.stderr
