@@ -181,7 +181,7 @@ class Progress:
         frac = self.fraction()
         if status is None:
             left = self.remaining()
-            head = f"{frac * 100:3.0f}%"
+            head = f"{frac * 100:3.0f}%" if self.mode == "bar" else f"{frac * 100:.0f}%"  # the bar: fixed width
             when = clock_time(self.elapsed) + "<" + (clock_time(left) if left is not None else "?")
         else:
             head, when = status, clock_time(self.elapsed)
