@@ -19,8 +19,9 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from her_rl import rundir
+from her_rl import rundir, video
 from her_rl.config import one_line
+from her_rl.envs.custom import import_given
 from her_rl.registry import ConfigError, algo_info, check_env_name
 
 # Flags after which Hydra does something other than run jobs (help, printing the config, ...).
@@ -245,6 +246,7 @@ def main() -> None:
         return
     try:
         sys.argv[1:] = optuna_direction(sys.argv[1:])  # Hydra reads sys.argv
+        sys.argv[1:] = video.expand_overrides(sys.argv[1:])  # video=true -> video.enabled=true (her_rl.video)
     except ConfigError as exc:
         _fail(exc)
     argv = sys.argv[1:]
@@ -257,6 +259,7 @@ def main() -> None:
     overrides = [a for a in argv if a not in _RUN_FLAGS]
     try:
         _check_group_names(overrides)
+        import_given(overrides)  # env.id=module:Env-v0: the module the user named registers the env
         load = _preflight(argv)
     except ConfigError as exc:
         _fail(exc)

@@ -24,11 +24,12 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from her_rl import checkpoint, rundir
+from her_rl import checkpoint, rundir, video
 from her_rl.agent import IterationResult
 from her_rl.checkpoint import OutputError
 from her_rl.config import resolved, validate
 from her_rl.envs import make_vec
+from her_rl.envs.custom import import_env_module, import_given
 from her_rl.evaluation import build, device_name, eval_seed, evaluate, evaluate_checkpoint, load_agent
 from her_rl.guard import Guard, NonFiniteError
 from her_rl.logger import RunLogger, final_metrics, hparams_of
@@ -52,7 +53,7 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
 
     rundir.register_resolvers()
     with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=list(overrides or []))
+        return hydra_compose(config_name="config", overrides=video.expand_overrides(list(overrides or [])))
 
 
 def main(overrides: list[str], out_dir: str | Path | None = None) -> dict[str, Any]:
@@ -120,6 +121,8 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
     """Every check of a training run, before anything is built or written (it only reads)."""
     current = resolved(cfg)
     TOP["resume"].check("resume", current.get("resume"))
+    video.refuse_without_load(current, overrides)
+    import_given(overrides)  # env.id=module:Env-v0 given by the user: import the module that registers it
     out = _out_dir(current, out_dir)
     _check_writable(out)
     lock = rundir.RunLock.probe(out) if out.is_dir() else None  # an existing folder: refuse at once if live
@@ -138,6 +141,7 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
         saved, changes, config = None, {}, current
         if stamp is not None:
             saved = checkpoint.load(ckpt)
+            import_env_module(saved["config"]["env"]["id"])  # the user resumes their own run: its env's module
             config, changes = merge(saved["config"], current, overrides)
         spaces = validate(cfg if saved is None else config)  # the unresolved cfg names interpolation sources
         return Plan(config, out, spaces, overrides, saved, changes, stamp, lock)

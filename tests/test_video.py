@@ -195,7 +195,7 @@ def test_load_video_writes_decodable_mp4s_and_prints_their_paths(her_run, runs, 
 
 def test_video_episodes_and_format_are_taken_from_the_command(her_run, runs):
     run = runs("push")
-    p = subprocess.run([her_run, f"load={run}", "video.enabled=true", "video.episodes=2", "video.format=gif",
+    p = subprocess.run([her_run, f"load={run}", "video=true", "video.episodes=2", "video.format=gif",
                         "seed=4"], cwd=runs.cwd, env=ENV, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == [f"{run}/videos/episode-0.gif", f"{run}/videos/episode-1.gif"]
@@ -203,7 +203,9 @@ def test_video_episodes_and_format_are_taken_from_the_command(her_run, runs):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["video=true"], "video"),  # no load=: videos are recorded from a trained run
+    (["video=true"], "video keys need load=RUN_DIR"),  # no load=: videos are recorded from a trained run
+    (["video.enabled=true"], "video keys need load=RUN_DIR"),
+    (["video.episodes=4"], "video keys need load=RUN_DIR"),
     (["load=runs/push", "video.episodes=2"], "video.episodes is given but video is off"),
     (["load=runs/push", "video=true", "n=3"], "only budget.*"),  # the run's own keys still cannot change
     (["load=runs/push", "video.enabled=true", "video.episodes=0"], "video.episodes must be an integer in [1, 1000]"),
