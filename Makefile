@@ -78,6 +78,7 @@ $(VENV)/.docs: $(STAMP)
 	touch $@
 
 docs: $(VENV)/.docs
+	$(BIN)/python scripts/config_reference.py --check
 	$(BIN)/mkdocs build --strict
 
 docs-serve: $(VENV)/.docs

@@ -5,7 +5,7 @@
 Both sides train on ``her_rl/BitFlip-v0`` (random start, random goal every episode, truncated
 after n steps) until a greedy evaluation on 100 episodes reaches success >= 0.95. For each run it
 records the env steps and the wall seconds at that evaluation, then prints a markdown table (per
-seed rows, medians per side, ratios ours/SB3) that can go straight into the README.
+seed rows, medians per side, ratios ours/SB3) that can go straight into a docs benchmark table.
 
 Both sides evaluate at the same env-step interval, ``--eval-every`` (default 1,000): SB3 exactly at
 each multiple, ours after the first training cycle that crosses it (``eval.every_env_steps``; a
@@ -280,7 +280,7 @@ def run_job(job: tuple[str, int, int, argparse.Namespace]) -> Row:
 
 
 def format_summary(rows: Sequence[Row]) -> str:
-    """One line per n: medians of both sides and the ours/SB3 ratios (the README's headline table)."""
+    """One line per n: medians of both sides and the ours/SB3 ratios (the headline table of docs/benchmarks/bitflip.md)."""
     lines = ["| n | ours solved | ours median steps | SB3 solved | SB3 median steps | steps ours/SB3 | "
              "ours median wall s | SB3 median wall s | wall ours/SB3 |",
              "|---:|:---:|---:|:---:|---:|---:|---:|---:|---:|"]

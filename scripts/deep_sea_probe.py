@@ -7,7 +7,7 @@ rewarding training episode, P(reach k) (the product of the policy's probability 
 first k diagonal cells) at a few depths, the lowest such probability up to the frontier, and the
 intrinsic reward per step (normalised and raw) with the std it is divided by. It stops when the
 greedy policy goes right on every diagonal cell after the reward was found ("solved"; the runner's
-greedy evaluation would collect the reward). Used to screen the deep sea settings (README, deep sea):
+greedy evaluation would collect the reward). Used to screen the deep sea settings (docs/notes.md, deep sea settings):
 
     python scripts/deep_sea_probe.py --size 30 --seed 0 --budget 600000 algo.num_envs=16 algo.epochs=8
 
