@@ -208,21 +208,22 @@ def objective(results: dict, kind: str = "final_eval") -> float | None:
     return float(value) if value is not None else float("nan")
 
 
-def optuna_direction(argv: list[str]) -> list[str]:
-    """The command with ``hydra.sweeper.direction=maximize`` added when it picks the Optuna sweeper
-    without a direction (Optuna minimises by default, and every objective her-run returns is to be
-    maximised); a direction other than maximize is refused."""
+def optuna_settings(argv: list[str]) -> list[str]:
+    """The command with what the Optuna sweeper needs added when it is picked: the direction
+    ``maximize`` (Optuna minimises by default, and every objective her-run returns is to be
+    maximised; another direction is refused), and trial folders named by trial number
+    (``trial-<n>``), since Optuna may sample the same setting twice and a folder holds one run."""
     keys = {a.lstrip("+~").split("=", 1)[0]: a.partition("=")[2] for a in argv if "=" in a}
     if keys.get("hydra/sweeper") != "optuna":
         return list(argv)
-    if _DIRECTION not in keys:  # next to the sweeper's override: after a flag's value it would not parse
-        at = next(i for i, a in enumerate(argv) if a.lstrip("+~").startswith("hydra/sweeper=")) + 1
-        return [*argv[:at], f"{_DIRECTION}=maximize", *argv[at:]]
-    if keys[_DIRECTION].strip("'\"[] ").lower() != "maximize":
+    if _DIRECTION in keys and keys[_DIRECTION].strip("'\"[] ").lower() != "maximize":
         raise ConfigError(f"{_DIRECTION}={keys[_DIRECTION]} is not accepted: her-run's objectives are to be "
                           "maximised (objective=final_eval: the last eval success rate or return; "
                           "steps_to_solve: minus the env steps to solve); leave it out or pass maximize")
-    return list(argv)
+    added = [f"{_DIRECTION}=maximize"] if _DIRECTION not in keys else []
+    added += ["hydra.sweep.subdir=trial-${hydra.job.num}"] if "hydra.sweep.subdir" not in keys else []
+    at = next(i for i, a in enumerate(argv) if a.lstrip("+~").startswith("hydra/sweeper=")) + 1
+    return [*argv[:at], *added, *argv[at:]]  # next to the sweeper's override: after a flag's value it would not parse
 
 
 def _help() -> None:
@@ -245,7 +246,7 @@ def main() -> None:
         print(f"her-rl {__version__}")
         return
     try:
-        sys.argv[1:] = optuna_direction(sys.argv[1:])  # Hydra reads sys.argv
+        sys.argv[1:] = optuna_settings(sys.argv[1:])  # Hydra reads sys.argv
         sys.argv[1:] = video.expand_overrides(sys.argv[1:])  # video=true -> video.enabled=true (her_rl.video)
     except ConfigError as exc:
         _fail(exc)
@@ -271,4 +272,4 @@ def main() -> None:
     _hydra_main()
 
 
-__all__ = ["main", "hydra_message", "optuna_direction"]
+__all__ = ["main", "hydra_message", "optuna_settings"]

@@ -407,11 +407,11 @@ def test_optuna_direction_minimize_is_refused(her_run, tmp_path):
 
 
 def test_optuna_without_a_direction_maximises(her_run, tmp_path):
-    from her_rl.cli import optuna_direction
+    from her_rl.cli import optuna_settings
 
-    assert optuna_direction(["-m", "hydra/sweeper=optuna", "--cfg", "hydra"])[:3] == \
-        ["-m", "hydra/sweeper=optuna", "hydra.sweeper.direction=maximize"]
-    assert optuna_direction(["n=3,4"]) == ["n=3,4"]  # other sweepers: left alone
+    assert optuna_settings(["-m", "hydra/sweeper=optuna", "--cfg", "hydra"])[:4] == \
+        ["-m", "hydra/sweeper=optuna", "hydra.sweeper.direction=maximize", "hydra.sweep.subdir=trial-${hydra.job.num}"]
+    assert optuna_settings(["n=3,4"]) == ["n=3,4"]  # other sweepers: left alone
     p = subprocess.run([her_run, "hydra/sweeper=optuna", "--cfg", "hydra"], cwd=tmp_path, env=ENV,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
@@ -426,5 +426,5 @@ def test_optuna_without_a_direction_maximises(her_run, tmp_path):
     import yaml
 
     scores = [json.loads(f.read_text())["eval_success_rate"] for f in sweep.glob("*/results.json")]
-    assert len(scores) == 2
+    assert len(scores) == 2 and {f.name for f in sweep.glob("trial-*")} == {"trial-0", "trial-1"}
     assert yaml.safe_load((sweep / "optimization_results.yaml").read_text())["best_value"] == max(scores)

@@ -2,6 +2,7 @@
 
 import copy
 import io
+import json
 import os
 import subprocess
 
@@ -309,4 +310,5 @@ def test_both_run_from_the_command_line_on_continuous_push(her_run, tmp_path, al
                         "eval.episodes=10", "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path,
                        env={**os.environ, "HYDRA_FULL_ERROR": "0"}, capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stderr
-    assert f"{algo} on push" in p.stdout and (out / "checkpoint.pt").is_file()
+    assert "eval success" in p.stdout and (out / "checkpoint.pt").is_file()
+    assert json.loads((out / "results.json").read_text())["algo"] == algo

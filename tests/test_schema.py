@@ -95,7 +95,8 @@ BAD = [
     (["algo=ppo", "env=deep_sea"], "+env.kwargs.foo=3", "rejected by 'her_rl/DeepSea-v0'"),
     (PPO, "env.solved_return=inf", "eval.return_threshold=inf (from ${env.solved_return}) is not allowed"),
     (["algo=ppo", "env=gym"], "env.id=NoSuchEnv-v9", "unknown gymnasium env id 'NoSuchEnv-v9'"),
-    (["algo=ppo", "env=gym"], "env.id=os:Evil-v0", "unknown gymnasium env id 'os:Evil-v0'"),
+    (["algo=ppo", "env=gym"], "env.id=NoSuchEnv:Evil-v0", "cannot import module 'NoSuchEnv'"),
+    (["algo=ppo", "env=gym"], "env.id=os:Evil-v0", "module 'os' was imported but registers no env 'Evil-v0'"),
     (["algo=ppo", "env=gym"], "env.id=Blackjack-v1", None),  # Tuple observations: refused when the agent is built
     (["algo=her_dqn", "env=cartpole"], "seed=0", "needs a goal-conditioned env"),
 ]
