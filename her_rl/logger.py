@@ -1,9 +1,10 @@
-"""Run logging: TensorBoard scalars under CleanRL-style tags, the config and the HParams tab.
+"""Run logging: TensorBoard scalars under CleanRL-style tags, the config and the HParams tab, and
+the same scalars in ``metrics.jsonl`` (:mod:`her_rl.metrics`), which needs no TensorBoard to read.
 
 Whenever the folder already holds events, the writer is opened with ``purge_step`` = the first
 step this run will log (the checkpoint's step + 1 on resume, 0 for a fresh start in a folder whose
 earlier run never reached a checkpoint), so TensorBoard drops anything logged after the state this
-run continues from: no step is lost or shown twice.
+run continues from: no step is lost or shown twice. ``metrics.jsonl`` drops those lines on open.
 """
 
 from __future__ import annotations
@@ -14,16 +15,20 @@ from typing import Any
 import yaml
 from torch.utils.tensorboard import SummaryWriter
 
+from her_rl.metrics import MetricsWriter, read_metrics  # noqa: F401  (read_metrics: the reader beside the writer)
+
 
 class RunLogger:
     def __init__(self, out_dir: Path, start_step: int = 0):
         log_dir = Path(out_dir) / "tb"
         purge = start_step if log_dir.exists() else None  # nothing to purge in a new folder
+        self.metrics = MetricsWriter(Path(out_dir), start_step)
         self.writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge)
 
     def scalars(self, values: dict[str, float], step: int) -> None:
         for tag, value in values.items():
             self.writer.add_scalar(tag, value, step)
+        self.metrics.add(values, step)
 
     def config(self, config_yaml: str) -> None:
         """The resolved config as text (TensorBoard's Text tab)."""
@@ -43,9 +48,11 @@ class RunLogger:
 
     def flush(self) -> None:
         self.writer.flush()
+        self.metrics.flush()
 
     def close(self) -> None:
         self.writer.close()
+        self.metrics.close()
 
 
 def _with_bools(summary, flags: dict[str, bool]):

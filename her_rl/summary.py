@@ -9,7 +9,8 @@ solved, the final evaluation metric (mean, std, a bootstrap 95% interval of the 
 interquartile mean and its bootstrap 95% interval), and the median env steps and wall seconds of
 the solved runs (statistics in :mod:`her_rl.summary_stats`). Written as ``summary.csv`` (one column
 per setting key) and ``summary.md`` in DIR, printed as a table; ``curves.png`` and ``by_<key>.png``
-come from :mod:`her_rl.summary_plots`.
+come from :mod:`her_rl.summary_plots`, which reads each run's curve from its ``metrics.jsonl``
+(:mod:`her_rl.metrics`; TensorBoard events only for folders written before that file existed).
 
 A run folder with a damaged file (results.json that is not a JSON object of numbers, a history line
 that is not JSON, a config.yaml that is not a mapping) is left out and named in one line on stderr;

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from her_rl.metrics import read_metrics
 from her_rl.summary import Run
 
 LABELS = {"eval_success_rate": "eval success rate", "eval_return": "eval return"}
@@ -39,22 +40,10 @@ def seeds(n: int) -> str:
 
 
 def read_curve(run: Run) -> Curve | None:
-    """The run's evaluations from its TensorBoard events (None when it has none)."""
-    import logging
-
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    logging.getLogger("tensorboard").setLevel(logging.ERROR)  # "No path found after ..." at the end of a file
-
+    """The run's evaluations from its metrics file (TensorBoard events for folders written before
+    it existed); None when it has none."""
     tag = "eval/success_rate" if run.goal_env else "eval/return"
-    if not (run.folder / "tb").is_dir():
-        return None
-    acc = EventAccumulator(str(run.folder / "tb"), size_guidance={"scalars": 0})
-    acc.Reload()
-    if tag not in acc.Tags().get("scalars", []):
-        return None
-    by_step = {float(e.step): float(e.value) for e in acc.Scalars(tag)}  # a step logged twice: the later value
-    by_step = {s: v for s, v in by_step.items() if math.isfinite(v)}
+    by_step = {float(p.step): p.value for p in read_metrics(run.folder).get(tag, []) if math.isfinite(p.value)}
     if not by_step:
         return None
     steps = np.array(sorted(by_step))
@@ -179,7 +168,7 @@ def _saver(fig) -> Callable[[Path], None]:
 
 def figures(runs: Sequence[Run], root: Path, rows: Sequence[dict[str, Any]], err=None,
             prog: str = "her-summary") -> Iterator[tuple[Path, Callable[[Path], None]]]:
-    """(path, save) for curves.png and every by_<key>.png; headless (Agg). A run whose events cannot
+    """(path, save) for curves.png and every by_<key>.png; headless (Agg). A run whose metrics cannot
     be read is one line on ``err`` and left out of the curves."""
     import matplotlib
 
@@ -192,9 +181,8 @@ def figures(runs: Sequence[Run], root: Path, rows: Sequence[dict[str, Any]], err
         for run in (r for r in runs if (" ".join(r.setting) or "(defaults)") == row["setting"] and r.status != "failed"):
             try:
                 curve = read_curve(run)
-            except Exception as exc:  # noqa: BLE001  (damaged event files: the table still stands)
-                print(f"{prog}: warning: {run.folder}: TensorBoard events unreadable ({exc}); left out of curves.png",
-                      file=err)
+            except Exception as exc:  # noqa: BLE001  (a damaged metrics file: the table still stands)
+                print(f"{prog}: warning: {run.folder}: metrics unreadable ({exc}); left out of curves.png", file=err)
                 continue
             if curve is not None:
                 curves.append(curve)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -67,6 +68,24 @@ def test_a_sweep_ends_with_a_summary_table_csv_and_plots(her_run, tmp_path):
     # the command gives the same table again, for a sweep folder or any folder of runs
     (sweep / "summary.md").unlink()
     assert main([str(sweep), "--no-plots"]) == 0 and (sweep / "summary.md").read_text() == table
+    # and its curves need no TensorBoard events: every run folder holds metrics.jsonl, with the same evaluations
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from her_rl.summary_plots import read_curve
+
+    runs = find_runs(sweep)
+    events = []
+    for run in runs:
+        acc = EventAccumulator(str(run.folder / "tb"), size_guidance={"scalars": 0})
+        acc.Reload()
+        events.append([(e.step, e.value) for e in acc.Scalars("eval/success_rate")])
+        shutil.rmtree(run.folder / "tb")
+    (sweep / "curves.png").unlink()
+    assert main([str(sweep)]) == 0 and (sweep / "curves.png").stat().st_size > 0
+    assert len(runs) == 4 and not list(sweep.glob("*/tb"))
+    for run, logged in zip(runs, events):
+        curve = read_curve(run)
+        assert list(curve.steps) == [s for s, _ in logged] and list(curve.values) == pytest.approx([v for _, v in logged])
 
 
 def test_a_folder_without_runs_is_one_line_and_exit_2(tmp_path, capsys):

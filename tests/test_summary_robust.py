@@ -7,15 +7,16 @@ import json
 import numpy as np
 import pytest
 
+from her_rl.metrics import METRICS, MetricsWriter
 from her_rl.summary import main, read_runs, summarise, write_summary
 from her_rl.summary_plots import Curve, curves_figure, mean_curve, read_curve
 from her_rl.summary_stats import iqm, iqm_ci
 
 
-def _run_folder(folder, overrides, env="bitflip", n=None, seed=0, success=0.5, evals=((1000, 0.5),), solved_at=None):
-    """A finished run folder as her_rl.runner writes it: config.yaml, history.jsonl, results.json, tb/."""
-    from torch.utils.tensorboard import SummaryWriter
-
+def _run_folder(folder, overrides, env="bitflip", n=None, seed=0, success=0.5, evals=((1000, 0.5),), solved_at=None,
+                events=False):
+    """A finished run folder as her_rl.runner writes it: config.yaml, history.jsonl, results.json,
+    metrics.jsonl (``events``: TensorBoard events instead, as older versions wrote)."""
     folder.mkdir(parents=True)
     kwargs = f"  kwargs:\n    n: {n}\n" if n is not None else "  kwargs: {}\n"
     (folder / "config.yaml").write_text(f"algo:\n  name: her_dqn\nenv:\n  name: {env}\n{kwargs}seed: {seed}\n")
@@ -30,10 +31,19 @@ def _run_folder(folder, overrides, env="bitflip", n=None, seed=0, success=0.5, e
     if n is not None:
         results["n"] = n
     (folder / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    writer = SummaryWriter(log_dir=str(folder / "tb"))
+    if events:
+        from torch.utils.tensorboard import SummaryWriter
+
+        writer = SummaryWriter(log_dir=str(folder / "tb"))
+        for step, value in evals:
+            writer.add_scalar("eval/success_rate", value, step)
+        writer.close()
+        return
+    metrics = MetricsWriter(folder)
     for step, value in evals:
-        writer.add_scalar("eval/success_rate", value, step)
-    writer.close()
+        metrics.add({"charts/SPS": 100.0}, step)
+        metrics.add({"eval/success_rate": value}, step)
+    metrics.close()
 
 
 CORRUPT = {
@@ -190,3 +200,22 @@ def test_a_single_evaluation_is_a_dot_and_every_plot_has_a_title_and_seed_counts
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def test_curves_come_from_metrics_files_and_from_events_of_older_folders(tmp_path, capsys):
+    _run_folder(tmp_path / "new", ["n=5", "seed=0"], n=5, evals=((200, 0.3), (400, 0.6)))
+    _run_folder(tmp_path / "old", ["n=5", "seed=1"], n=5, seed=1, evals=((200, 0.1), (400, 0.7)), events=True)
+    _run_folder(tmp_path / "cut", ["n=5", "seed=2"], n=5, seed=2, evals=((200, 0.2), (400, 0.8)))
+    with open(tmp_path / "cut" / METRICS, "a") as f:
+        f.write('{"step": 600, "eval/succ')  # killed while writing its last line
+    runs = {r.folder.name: r for r in read_runs(tmp_path)[0]}
+    assert not (tmp_path / "new" / "tb").exists()
+    assert [(list(read_curve(runs[k]).steps), list(read_curve(runs[k]).values)) for k in ("new", "old", "cut")] == [
+        ([200.0, 400.0], [0.3, 0.6]), ([200.0, 400.0], [pytest.approx(0.1), pytest.approx(0.7)]),
+        ([200.0, 400.0], [0.2, 0.8])]
+    (tmp_path / "new" / METRICS).write_text('{"step": 200, "eval/success_rate": 0.3}\ngarbage\n{"step": 400}\n')
+    assert main([str(tmp_path)]) == 0 and (tmp_path / "curves.png").stat().st_size > 0
+    (line,) = capsys.readouterr().err.splitlines()  # the damaged file: one line, the table still stands
+    assert line == (f"her-summary: warning: {tmp_path / 'new'}: metrics unreadable (metrics.jsonl line 2 is not a "
+                    "JSON object with an integer step); left out of curves.png")
+    assert "| n=5 | 3 | 3 |" in (tmp_path / "summary.md").read_text()
