@@ -20,7 +20,9 @@ is ``info['is_success']`` of an episode's last step, as the runner counts it. Wa
 from the start of training and include the evaluations. Both sides run to the full budget unless
 ``--stop-at-target`` (then a run ends at its first evaluation >= ``--target``). ``--sb3-max-seconds``
 caps SB3's wall time (a 1M-step SB3 run takes hours here); a capped run reports the steps it
-reached. ``--jobs 2`` runs two jobs at once, one per core: the table then says so.
+reached. ``--jobs 2`` runs two jobs at once, one per core: the table then says so. A median over
+seeds counts a run that missed the target as more than what it ran (``-`` when only that bound is
+known). Our curves are read from each run's ``metrics.jsonl``.
 
 The env names are the runner's (``push``, ``drag``: the built-in tasks with ``actions=continuous``;
 ``fetch_reach``, ``fetch_push``, ...: gymnasium-robotics, needs the ``robotics`` extra). SB3 builds
@@ -30,15 +32,14 @@ the same env through ``gymnasium.make`` with the same keyword arguments.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import multiprocessing
-import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
+
+from her_rl.bench import each_result, first_reaching, to_target, write_report
+from her_rl.bench import run_ours as run_ours_with
 
 HORIZON = 50  # every env benchmarked here has 50-step episodes
 SB3_LEARNING_STARTS = 1_000
@@ -51,14 +52,6 @@ ENVS = {
     "fetch_slide": ("FetchSlide-v4", {}, []),
     "fetch_pick_and_place": ("FetchPickAndPlace-v4", {}, []),
 }
-
-
-def _curve(tb_dir: Path, start: float) -> list[tuple[int, float, float]]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    return [(int(e.step), round(e.wall_time - start, 2), round(float(e.value), 3)) for e in acc.Scalars("eval/success_rate")]
 
 
 def ours_base(job: dict[str, Any]) -> list[str]:
@@ -74,23 +67,16 @@ def ours_cycle_steps(job: dict[str, Any]) -> int:
 
 
 def run_ours(job: dict[str, Any]) -> list[tuple[int, float, float]]:
-    from her_rl.runner import compose, run
-
     base = ours_base(job)
     overrides = [*base, f"budget.env_steps={job['budget']}", f"eval.episodes={job['eval_episodes']}",
                  f"eval.every_iterations={job['eval_every'] // ours_cycle_steps(job)}",
                  f"eval.success_threshold={job['target']}", f"eval.stop_when_solved={str(job['stop']).lower()}"]
     job["overrides_used"] = overrides
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(contextlib.redirect_stdout(sys.stderr))
-        if job["keep"]:  # a kept run folder survives a stopped bench: its TensorBoard curve can still be read
-            out = Path(job["keep"]) / f"{job['algo']}-{job['env']}-s{job['seed']}"
-            out.mkdir(parents=True, exist_ok=False)
-        else:
-            out = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench_cont_")))
-        start = time.time()
-        run(compose(overrides), out_dir=out)
-        return _curve(out / "tb", start)
+    out = None
+    if job["keep"]:  # a kept run folder survives a stopped bench: its metrics.jsonl can still be read
+        out = Path(job["keep"]) / f"{job['algo']}-{job['env']}-s{job['seed']}"
+        out.mkdir(parents=True, exist_ok=False)
+    return run_ours_with(overrides, out).curve()
 
 
 def greedy_success(predict, envs, seed: int) -> float:
@@ -151,7 +137,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     print(f"[bench] {job['side']} {job['env']} seed {job['seed']} (budget {job['budget']:,}) ...", file=sys.stderr,
           flush=True)
     curve = run_ours(job) if job["side"] == "ours" else run_sb3(job)
-    reached = next(((s, w, v) for s, w, v in curve if v >= job["target"]), None)
+    reached = first_reaching(curve, job["target"])
     row = {**job, "reached": reached is not None, "steps_to_target": reached[0] if reached else None,
            "wall_to_target": reached[1] if reached else None,
            "env_steps": curve[-1][0] if curve else 0, "wall_s": curve[-1][1] if curve else None,
@@ -178,11 +164,8 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
                      f"{_fmt(r['final_success'], 2)} | {r['best_success']:.2f} |")
     for env, name in dict.fromkeys((r["env"], label(r)) for r in rows):
         mine = [r for r in rows if (r["env"], label(r)) == (env, name)]
-        hit = [r for r in mine if r["reached"]]
-        whole = len(hit) == len(mine)
-        steps = statistics.median([r["steps_to_target"] for r in hit]) if whole else None
-        wall = statistics.median([r["wall_to_target"] for r in hit]) if whole else None
-        lines.append(f"| **{env}** | **{name}** | {len(hit)}/{len(mine)} reached | {_fmt(steps)} (median) | "
+        hit, steps, wall = to_target(mine)
+        lines.append(f"| **{env}** | **{name}** | {hit}/{len(mine)} reached | {_fmt(steps)} (median) | "
                      f"{_fmt(wall, 1)} (median) | | | | |")
     return "\n".join(lines)
 
@@ -229,17 +212,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error(f"--eval-every {args.eval_every} is not a whole number of {args.algo} cycles on {job['env']} "
                     f"({ours_cycle_steps(job)} env steps each)")
     rows: list[dict[str, Any]] = []
-    with contextlib.ExitStack() as stack:
-        if args.jobs > 1:  # a fresh process per job, as many at once as asked
-            pool = stack.enter_context(multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1))
-            results = pool.imap(run_job, jobs)
-        else:
-            results = map(run_job, jobs)
-        for row in results:
-            rows.append(row)
-            if args.json:
-                args.json.write_text(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()},
-                                                 "rows": rows}, indent=1) + "\n")
+    for row in each_result(run_job, jobs, args.jobs):  # --jobs 2: a fresh process per job
+        rows.append(row)
+        if args.json:
+            write_report(args.json, {"settings": vars(args), "rows": rows})
     print(format_table(rows))
     return 0
 

@@ -29,23 +29,22 @@ and, for ours, its periodic checkpoints. ``--jobs 1`` runs one job at a time; ``
 at once (one per core, each one thread), in the order n, seed, side, so ours and SB3 of the same
 seed usually run side by side under the same load.
 
-Stable-Baselines3 is imported only inside ``run_sb3`` so that this module (its table helpers) is
-importable without it; install it with the ``bench`` extra.
+Stable-Baselines3 is imported only inside ``run_sb3`` so that this module (its tables) is importable
+without it; install it with the ``bench`` extra. The medians and ratios are
+:mod:`her_rl.bench.stats`'s: an unsolved run counts as more than what it used.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import multiprocessing
-import statistics
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
+
+from her_rl.bench import Stat, censored_median, each_result, ratio, side_medians, write_report  # noqa: F401
+from her_rl.bench import run_ours as run_ours_with
 
 EVAL_EVERY = 1_000
 EVAL_EPISODES = 100
@@ -66,54 +65,7 @@ class Row:
     n: int = 0
 
 
-# ---------------------------------------------------------------- table helpers (no SB3, no torch)
-
-
-@dataclass
-class Stat:
-    """A value that is exact, or only a lower (``>``) or upper (``<``) bound."""
-
-    value: float | None
-    bound: str = ""  # "", ">" or "<"; value None: unknown
-
-    def fmt(self, digits: int = 0) -> str:
-        if self.value is None:
-            return "n/a"
-        text = f"{self.value:,.{digits}f}"
-        return f"{self.bound}{text}" if self.bound else text
-
-
-def censored_median(values: Sequence[float], censored: Sequence[bool]) -> Stat:
-    """Median of run results where censored values (unsolved runs, stopped at their cap) are only
-    lower bounds. The plain median of the recorded values is then a lower bound, and it is exact
-    when no censored value sits at or below the (upper) middle position of the sorted list."""
-    if not values:
-        return Stat(None)
-    order = sorted(zip(values, censored), key=lambda vc: (vc[0], vc[1]))  # exact before censored on ties
-    med = statistics.median(v for v, _ in order)
-    exact = not any(c for _, c in order[: len(order) // 2 + 1])
-    return Stat(float(med), "" if exact else ">")
-
-
-def side_medians(rows: Sequence[Row], side: str) -> dict[str, Stat]:
-    mine = [r for r in rows if r.side == side]
-    unsolved = [not r.solved for r in mine]
-    return {
-        "env_steps": censored_median([r.env_steps for r in mine], unsolved),
-        "wall_s": censored_median([r.wall_s for r in mine], unsolved),
-    }
-
-
-def ratio(num: Stat, den: Stat) -> Stat:
-    """num / den with bounds carried: >a / b -> >, a / >b -> <, two bounds (or missing) -> unknown."""
-    if num.value is None or den.value is None or den.value == 0 or (num.bound and den.bound):
-        return Stat(None)
-    value = num.value / den.value
-    if num.bound == ">" or den.bound == "<":
-        return Stat(value, ">")
-    if num.bound == "<" or den.bound == ">":
-        return Stat(value, "<")
-    return Stat(value)
+# ---------------------------------------------------------------- tables (no SB3)
 
 
 def _cell(row: Row, key: str, digits: int) -> str:
@@ -156,13 +108,8 @@ def format_table(rows: Sequence[Row], n: int | None = None) -> str:
 
 
 def run_ours(n: int, seed: int, threads: int, extra: Sequence[str] = (), eval_every: int = EVAL_EVERY) -> Row:
-    from her_rl.runner import compose, run
-
-    cfg = compose([f"n={n}", f"seed={seed}", "progress=false", f"threads={threads}",
-                   f"eval.every_env_steps={eval_every}", *extra])
-    # run() prints a summary line; keep stdout for the markdown table only.
-    with tempfile.TemporaryDirectory(prefix="bench_her_") as tmp, contextlib.redirect_stdout(sys.stderr):
-        res = run(cfg, out_dir=tmp)
+    res = run_ours_with([f"n={n}", f"seed={seed}", "progress=false", f"threads={threads}",
+                         f"eval.every_env_steps={eval_every}", *extra]).results
     solved = res["solved_at_env_steps"] is not None
     steps = res["solved_at_env_steps"] if solved else res["env_steps"]
     return Row("ours", seed, solved, int(steps), float(res["wall_time_s"]), n)
@@ -300,16 +247,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sides = ["ours", "sb3"] if args.only == "both" else [args.only]
     jobs = [(side, n, seed, args) for n in args.n for seed in args.seeds for side in sides]
     rows: list[Row] = []
-    with contextlib.ExitStack() as stack:
-        if args.jobs > 1:  # a fresh process per job, as many at once as asked
-            results = stack.enter_context(multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1)).imap(
-                run_job, jobs)
-        else:  # in this process: no pickling, so it also works when the module was loaded by path
-            results = map(run_job, jobs)
-        for row in results:
-            rows.append(row)
-            if args.json is not None:  # rewrite after every run: partial results survive a long bench
-                _write_json(args, rows)
+    for row in each_result(run_job, jobs, args.jobs):  # --jobs 2: a fresh process per job
+        rows.append(row)
+        if args.json is not None:  # rewrite after every run: partial results survive a long bench
+            _write_json(args, rows)
     for n in args.n:
         print(format_table([r for r in rows if r.n == n], n))
         print()
@@ -319,11 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _write_json(args: argparse.Namespace, rows: Sequence[Row]) -> None:
-    settings: dict[str, Any] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    settings.update(eval_episodes=EVAL_EPISODES,
-                    success_threshold=SUCCESS_THRESHOLD, sb3_learning_starts=SB3_LEARNING_STARTS)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"settings": settings, "rows": [asdict(r) for r in rows]}, indent=2) + "\n")
+    settings: dict[str, Any] = {**vars(args), "eval_episodes": EVAL_EPISODES, "success_threshold": SUCCESS_THRESHOLD,
+                                "sb3_learning_starts": SB3_LEARNING_STARTS}
+    write_report(args.json, {"settings": settings, "rows": [asdict(r) for r in rows]})
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ those evaluations) until solved, per seed, medians, and ours/SB3 ratios.
 ``--task mountaincar`` / ``--task deep_sea``: our RND-PPO against our PPO with the same PPO
 settings (those of ``conf/algo/rnd_ppo.yaml`` plus ``conf/tuned/rnd_ppo_<env>.yaml``; ``gamma = gamma_ext``),
 through the runner.
-Reported: env steps until the flag / the deep-sea reward is first reached in training (from the
-``charts/episodic_return_max`` TensorBoard tag), until the greedy evaluation reaches it (solved),
+Reported: env steps until the flag / the deep-sea reward is first reached in training (the run's
+``charts/episodic_return_max`` in its ``metrics.jsonl``), until the greedy evaluation reaches it (solved),
 and the final greedy evaluation: its mean return and the share of its episodes that ended in a terminal
 state (MountainCar: reached the flag). MountainCar runs train the whole budget (no early stop) so
 that final evaluation measures the policy after ``--budget`` steps.
@@ -41,9 +41,9 @@ import torch
 import yaml
 from omegaconf import OmegaConf
 
-from her_rl.checkpoint import write_atomic_text
+from her_rl.bench import OursRun, exact_median, run_ours, write_report
 from her_rl.envs import make_vec
-from her_rl.runner import compose, evaluate, run
+from her_rl.runner import compose, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 CARTPOLE_ENV = {"name": "cartpole", "id": "CartPole-v1", "kwargs": {}, "solved_return": 475}
@@ -54,19 +54,8 @@ def _median(xs):
     return statistics.median(xs) if xs else None
 
 
-def _first_step_above(tb_dir: Path, tag: str, threshold: float):
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    if tag not in acc.Tags()["scalars"]:
-        return None
-    return next((e.step for e in acc.Scalars(tag) if e.value > threshold), None)
-
-
-def ours(overrides: list[str], out: Path) -> dict:
-    cfg = compose(overrides + ["progress=false", "checkpoint.every_s=100000"])
-    return run(cfg, out_dir=out)
+def ours(overrides: list[str], out: Path) -> OursRun:
+    return run_ours(overrides + ["progress=false", "checkpoint.every_s=100000"], out)
 
 
 # -- CartPole: ours vs SB3 ----------------------------------------------------------------------
@@ -74,7 +63,7 @@ def ours_cartpole(seed: int, args, tmp: Path) -> dict:
     res = ours([
         "algo=ppo", "env=cartpole", f"seed={seed}", f"eval.episodes={args.eval_episodes}",
         f"eval.every_iterations={args.eval_every}", f"budget.env_steps={args.budget}", "threads=1",
-    ], tmp / f"ours_cartpole_{seed}")
+    ], tmp / f"ours_cartpole_{seed}").results
     return {"solved": res["solved"], "env_steps": res["solved_at_env_steps"],
             "wall_s": res["wall_time_s"] if res["solved"] else None, "final_eval": res["eval_return"]}
 
@@ -202,9 +191,10 @@ def bench_exploration(args, tmp: Path) -> dict:
         for seed in args.seeds:
             for name in args.algos:
                 out = tmp / f"{name}_{env}_{size}_{seed}"
-                res = ours(algos[name] + common + [f"budget.env_steps={budgets[name]}", f"seed={seed}"], out)
+                run = ours(algos[name] + common + [f"budget.env_steps={budgets[name]}", f"seed={seed}"], out)
+                res = run.results
                 row = {"seed": seed, "size": size, "budget": budgets[name],
-                       "first_found_train_steps": _first_step_above(out / "tb", "charts/episodic_return_max", found),
+                       "first_found_train_steps": run.first_step_above("charts/episodic_return_max", found),
                        "solved": res["solved"], "solved_at_env_steps": res["solved_at_env_steps"],
                        "env_steps": res["env_steps"], "wall_s": res["wall_time_s"], "final_eval": res["eval_return"],
                        "final_eval_terminated": res["eval_terminated_rate"]}
@@ -212,7 +202,7 @@ def bench_exploration(args, tmp: Path) -> dict:
                 print(name, row, flush=True)
                 report["summary"] = summarize(rows)
                 if args.out:  # rewritten after every run, so a long sweep loses nothing when stopped
-                    write_atomic_text(args.out, json.dumps({**report, "args": _args_json(args)}, indent=2) + "\n")
+                    write_report(args.out, {**report, "args": vars(args)})
     return report
 
 
@@ -247,14 +237,10 @@ def size_table(rows: dict[str, list[dict]]) -> str:
             rs = [r for r in rows[n] if r["size"] == size]
             steps = [r["solved_at_env_steps"] for r in rs]
             per = " / ".join(f"{x:,}" if x is not None else f">{r['budget']:,}" for x, r in zip(steps, rs))
-            med = _median(steps) if all(x is not None for x in steps) else None
+            med = exact_median([r["budget"] if x is None else x for x, r in zip(steps, rs)], [x is None for x in steps])
             cells += [f"{sum(r['solved'] for r in rs)}/{len(rs)}", per + (f" ({med:,.0f})" if med is not None else "")]
         lines.append(f"| {size} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def _args_json(args) -> dict:
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
 
 
 def main() -> None:
@@ -283,12 +269,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_ppo_") as tmp:
         bench = {"cartpole": bench_cartpole, "reinforce": bench_reinforce}.get(args.task, bench_exploration)
         report = bench(args, Path(tmp))
-    report["args"] = _args_json(args)
+    report["args"] = vars(args)
     print(json.dumps(report["summary"], indent=2))
     if args.task == "deep_sea" and len(args.size) > 1:
         print(size_table(report["rows"]))
     if args.out:
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+        write_report(args.out, report)
 
 
 if __name__ == "__main__":

@@ -12,42 +12,29 @@ when the greedy success over 100 evaluation episodes reaches ``--target`` (defau
 the runs in that JSON file used, so the no-hindsight baseline gets the same budget (and does not
 stop early). Wall seconds count from the call of ``run`` (agent construction and every
 evaluation included). The curve of each run (eval success against env steps and wall seconds)
-is read back from its TensorBoard events and kept in the JSON file.
+is read back from its ``metrics.jsonl`` and kept in the JSON file. A median over seeds counts a run
+that missed the target as more than the budget it ran (``-`` when only that bound is known).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import statistics
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any, Sequence
 
-
-def _curve(tb_dir: Path, start: float) -> list[tuple[int, float, float]]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    return [(int(e.step), round(e.wall_time - start, 2), round(float(e.value), 3)) for e in acc.Scalars("eval/success_rate")]
+from her_rl.bench import first_reaching, run_ours, to_target, write_report
 
 
 def run_one(env: str, strategy: str, seed: int, target: float, max_steps: int, max_seconds: float,
             stop_at_target: bool, extra: Sequence[str]) -> dict[str, Any]:
-    from her_rl.runner import compose, run
-
     overrides = [f"env={env}", "algo=her_dqn", f"seed={seed}", f"algo.strategy={strategy}", "progress=false",
                  "threads=1", f"budget.env_steps={max_steps}", f"budget.wall_time_s={max_seconds}",
                  f"eval.success_threshold={target}", f"eval.stop_when_solved={str(stop_at_target).lower()}", *extra]
-    with tempfile.TemporaryDirectory(prefix="bench_push_") as tmp, contextlib.redirect_stdout(sys.stderr):
-        start = time.time()
-        res = run(compose(overrides), out_dir=tmp)
-        curve = _curve(Path(tmp) / "tb", start)
-    reached = next(((s, w, v) for s, w, v in curve if v >= target), None)
+    ours = run_ours(overrides)
+    res, curve = ours.results, ours.curve()
+    reached = first_reaching(curve, target)
     return {"env": env, "strategy": strategy, "seed": seed, "reached": reached is not None,
             "steps_to_target": reached[0] if reached else None, "wall_to_target": reached[1] if reached else None,
             "env_steps": res["env_steps"], "wall_s": res["wall_time_s"], "final_success": res["eval_success_rate"],
@@ -69,10 +56,8 @@ def format_table(rows: Sequence[dict[str, Any]], target: float) -> str:
     groups = dict.fromkeys((r["env"], r["strategy"]) for r in rows)
     for env, strategy in groups:
         mine = [r for r in rows if (r["env"], r["strategy"]) == (env, strategy)]
-        hit = [r for r in mine if r["reached"]]
-        steps = statistics.median([r["steps_to_target"] for r in hit]) if len(hit) == len(mine) else None
-        wall = statistics.median([r["wall_to_target"] for r in hit]) if len(hit) == len(mine) else None
-        lines.append(f"| **{env} {strategy}** | | {len(hit)}/{len(mine)} reached | {_fmt(steps)} (median) | "
+        hit, steps, wall = to_target(mine)
+        lines.append(f"| **{env} {strategy}** | | {hit}/{len(mine)} reached | {_fmt(steps)} (median) | "
                      f"{_fmt(wall, 1)} (median) | | | |")
     return "\n".join(lines)
 
@@ -110,9 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       file=sys.stderr, flush=True)
                 rows.append(row)
                 if args.json:
-                    args.json.write_text(json.dumps({"settings": vars(args) | {"json": str(args.json),
-                                                     "budget_from": str(args.budget_from), "table": None},
-                                                     "rows": rows}, indent=1) + "\n")
+                    write_report(args.json, {"settings": vars(args), "rows": rows})
     print(format_table(rows, args.target))
     return 0
 
