@@ -13,10 +13,12 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from her_rl.algos.her_ddpg import NOISES
 from her_rl.algos.her_dqn import NETWORKS
-from her_rl.algos.offpolicy import PRECISIONS
+from her_rl.algos.hindsight import PRECISIONS
 from her_rl.envs.bitflip import MAX_BITS
 from her_rl.registry import ConfigError, check_algo_keys
+from her_rl.rl.her import STRATEGIES
 from her_rl.rl.nets import _ACTIVATIONS
 
 DEEP_SEA_MAX_SIZE = 256  # one-hot observations of size**2 floats: 65,536 inputs per env copy at 256
@@ -176,18 +178,32 @@ def _check_anneal(algo: dict[str, Any]) -> None:
                           "the env steps until lr/clip reach 0 (an integer >= 1)")
 
 
-def _check_her_dqn(algo: dict[str, Any]) -> None:
+def _check_hindsight(algo: dict[str, Any]) -> None:
     batch, buffer = algo.get("batch_size"), algo.get("buffer_size")
     if batch is not None and buffer is not None and batch > buffer:
         raise ConfigError(f"algo.batch_size={batch} is not allowed: it is larger than algo.buffer_size ({buffer})")
 
 
-_HER_CONTINUOUS = {  # shared by her_ddpg and her_sac
-    "strategy": choice("future", "final", "episode", "random", "none"), "k": integer(0), "hidden": HIDDEN,
+_HINDSIGHT = {  # every hindsight learner's keys (her_rl/algos/hindsight.py)
+    "strategy": choice(*STRATEGIES), "k": integer(0), "random_mix": UNIT, "hidden": HIDDEN,
     "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT, "episodes_per_cycle": integer(1, MAX_ENVS),
-    "updates_per_cycle": COUNT, "updates_per_step": optional(POSITIVE), "polyak": UNIT, "clip_target": BOOL,
-    "normalize": choice("auto", True, False), "norm_clip": POSITIVE,
+    "updates_per_cycle": COUNT, "updates_per_step": optional(POSITIVE), "n_step": integer(1, 1000), "polyak": UNIT,
+    "clip_target": BOOL, "grad_clip": GRAD_NORM, "normalize": choice("auto", True, False), "norm_clip": POSITIVE,
+    "precision": choice(*PRECISIONS),
 }
+_DETERMINISTIC = {  # her_ddpg and her_td3: a deterministic actor explored around
+    "actor_lr": POSITIVE, "critic_lr": POSITIVE, "random_eps": UNIT, "noise": choice(*NOISES),
+    "noise_eps": NON_NEGATIVE, "action_l2": NON_NEGATIVE,
+}
+
+
+def check_hindsight(name: str, values: dict[str, Any]) -> None:
+    """A hindsight learner built from Python meets the rules of the command line (its constructor calls this)."""
+    schema = ALGO_SCHEMAS.get(name, AlgoSchema(_HINDSIGHT, _check_hindsight))
+    for key, value in values.items():
+        if key in schema.rules:
+            schema.rules[key].check(f"algo.{key}", value)
+    schema.cross(values)
 
 
 @dataclass(frozen=True)
@@ -198,21 +214,17 @@ class AlgoSchema:
 
 ALGO_SCHEMAS: dict[str, AlgoSchema] = {
     "her_dqn": AlgoSchema({
-        "strategy": choice("future", "final", "episode", "random", "none"), "k": integer(0), "random_mix": UNIT,
-        "hidden": HIDDEN, "network": choice(*NETWORKS),
-        "lr": POSITIVE, "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT,
-        "episodes_per_cycle": integer(1, MAX_ENVS), "updates_per_cycle": COUNT, "polyak": UNIT,
-        "updates_per_step": optional(POSITIVE), "n_step": integer(1, 1000), "double_dqn": BOOL, "epsilon": UNIT, "clip_target": BOOL, "grad_clip": GRAD_NORM,
-        "normalize": choice("auto", True, False), "norm_clip": POSITIVE, "precision": choice(*PRECISIONS),
-    }, _check_her_dqn),
-    "her_ddpg": AlgoSchema({
-        **_HER_CONTINUOUS, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "random_eps": UNIT,
-        "noise": choice("gaussian", "ou"), "noise_eps": NON_NEGATIVE, "action_l2": NON_NEGATIVE,
-    }, _check_her_dqn),
+        **_HINDSIGHT, "network": choice(*NETWORKS), "lr": POSITIVE, "double_dqn": BOOL, "epsilon": UNIT,
+    }, _check_hindsight),
+    "her_ddpg": AlgoSchema({**_HINDSIGHT, **_DETERMINISTIC}, _check_hindsight),
     "her_sac": AlgoSchema({
-        **_HER_CONTINUOUS, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "alpha_lr": POSITIVE, "alpha_init": POSITIVE,
+        **_HINDSIGHT, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "alpha_lr": POSITIVE, "alpha_init": POSITIVE,
         "autotune": BOOL, "target_entropy": optional(real()),
-    }, _check_her_dqn),
+    }, _check_hindsight),
+    "her_td3": AlgoSchema({
+        **_HINDSIGHT, **_DETERMINISTIC, "target_noise": NON_NEGATIVE, "noise_clip": NON_NEGATIVE,
+        "policy_delay": integer(1, 1000),
+    }, _check_hindsight),
     "reinforce": AlgoSchema({
         **_PG_COMMON, "gamma": UNIT_OPEN_CLOSED, "baseline": choice("none", "critic"), "vf_lr": POSITIVE,
         "normalize_adv": BOOL, "max_episode_steps": COUNT,

@@ -50,7 +50,8 @@ def _batch(agent, reward, terminated):
     return {"x": torch.randn(n, agent.inputs.dim, generator=g), "x_next": torch.randn(n, agent.inputs.dim, generator=g),
             "action": torch.rand(n, agent.act_dim, generator=g) * 2 - 1,
             "reward": torch.tensor(reward, dtype=torch.float32),
-            "not_done": 1.0 - torch.tensor(terminated, dtype=torch.float32)}
+            "not_done": 1.0 - torch.tensor(terminated, dtype=torch.float32),
+            "discount": torch.full((n,), GAMMA)}  # gamma ** steps: one-step returns
 
 
 # Q'(s', a'), reward, terminated and the target r + 0.98 (1 - d) Q' worked out by hand, clipped to [-50, 0]
@@ -139,7 +140,9 @@ def test_exploration_mixes_noise_and_uniform_random_actions_within_bounds():
 
 @pytest.mark.parametrize("bad, message", [
     ({"noise": "pink"}, "algo.noise"), ({"random_eps": 1.5}, "random_eps"), ({"actor_lr": 0.0}, "actor_lr"),
-    ({"strategy": "later"}, "valid choices"), ({"updates_per_step": 0.0}, "updates_per_step"),
+    ({"strategy": "later"}, "algo.strategy must be one of future, final, episode, random, none"),
+    ({"updates_per_step": 0.0}, "updates_per_step"), ({"n_step": 0}, "algo.n_step must be an integer in"),
+    ({"precision": "float16"}, "algo.precision must be one of"), ({"grad_clip": -1.0}, "algo.grad_clip"),
 ])
 def test_ddpg_bad_hyperparameters_raise_config_errors(bad, message):
     with pytest.raises(ConfigError, match=message):

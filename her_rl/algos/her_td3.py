@@ -1,0 +1,70 @@
+"""TD3 with Hindsight Experience Replay on any goal-conditioned env with a Box action space.
+
+Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic Methods": HER-DDPG
+(her_rl/algos/her_ddpg.py: its deterministic actor, exploration and actor loss, on the cycle every
+hindsight learner shares, her_rl/algos/hindsight.py) with TD3's three changes:
+
+    twin critics:     y = r + gamma^m (1 - terminated) min(Q1', Q2')(s_m, g, a'), clipped to [-1/(1-gamma), 0]
+                      (m = 1 unless ``n_step``); loss = mean (Q1 - y)^2 + mean (Q2 - y)^2
+    target smoothing: a' = clip(pi'(s_m, g) + clip(target_noise * N(0, 1), -noise_clip, noise_clip), -1, 1)
+    delayed actor:    the actor steps on every ``policy_delay``-th update only, on -Q1 (+ action_l2 * pi^2)
+
+Departures from the paper: the targets (actor's and both critics') move once per cycle by the
+Polyak step every hindsight learner takes (decay ``polyak`` after ``updates_per_cycle`` updates),
+not by tau = 0.005 after each actor step; exploration is HER-DDPG's (``random_eps`` uniform actions
+plus ``noise_eps`` Gaussian noise, not N(0, 0.1) alone), and so is the L2 penalty on the actor's
+actions (``action_l2``); three hidden layers of 256, as HER-DDPG's, not 400 and 300.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from her_rl.algos.her_ddpg import Critic, HerDDPG, policy_loss
+from her_rl.algos.hindsight import clip_to_return_range, frozen
+
+
+@dataclass(eq=False)
+class HerTD3(HerDDPG):
+    """HER-TD3 agent: HER-DDPG's acting and exploration, TD3's critics and update."""
+
+    NAME = "her_td3"
+    TARGETS = {"actor": "actor_target", "q1": "q1_target", "q2": "q2_target"}
+    STATE = ("actor", "actor_target", "q1", "q2", "q1_target", "q2_target", "actor_optimizer", "critic_optimizer",
+             "exploration", "generator")
+
+    target_noise: float = 0.2
+    noise_clip: float = 0.5
+    policy_delay: int = 2
+
+    def build(self) -> None:
+        self.build_actor()
+        self.q1, self.q2, self.q1_target, self.q2_target = (Critic(*self.dims).to(self.device) for _ in range(4))
+        self.critic_optimizer = self.adam([*self.q1.parameters(), *self.q2.parameters()], self.critic_lr)
+        self.generator = torch.Generator(device=self.device).manual_seed(self.seed)  # target smoothing noise
+
+    @torch.no_grad()
+    def target(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
+        """y = r + gamma^m (1 - d) min(Q1', Q2')(s', a'): a' the target actor's action plus clipped noise."""
+        with self.autocast():
+            a_next = self.actor_target(t["x_next"]).float()
+        noise = torch.randn(a_next.shape, generator=self.generator, device=self.device) * self.target_noise
+        a_next = (a_next + noise.clamp(-self.noise_clip, self.noise_clip)).clamp(-1.0, 1.0)
+        with self.autocast():
+            q_next = torch.min(self.q1_target(t["x_next"], a_next), self.q2_target(t["x_next"], a_next)).float()
+        y = t["reward"] + t["discount"] * t["not_done"] * q_next
+        return clip_to_return_range(y, self.gamma) if self.clip_target else y
+
+    def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One step of both critics; on every ``policy_delay``-th update (counted by ``updates``) an actor step."""
+        qf_loss, q1 = self.critic_step((self.q1, self.q2), self.critic_optimizer, t, self.target(t))
+        metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1.mean().item()}
+        if self.updates % self.policy_delay == 0:
+            with frozen(self.q1):
+                with self.autocast():
+                    actor_loss = policy_loss(self.actor, self.q1, t["x"], self.action_l2)
+                self.step(self.actor_optimizer, actor_loss)
+            metrics["losses/actor_loss"] = actor_loss.item()
+        return metrics

@@ -1,0 +1,294 @@
+"""The hindsight learner base: what HER-DQN, HER-DDPG, HER-SAC and HER-TD3 share.
+
+A learner is a dataclass of its hyperparameters: the fields are the constructor's keywords, so the
+config keys the registry accepts are read from them. :class:`HindsightLearner` declares the keys
+every hindsight learner has and runs the HER paper's cycle (Andrychowicz et al. 2017):
+
+    collect  ``episodes_per_cycle`` lock-step episodes in one batched env, exploring;
+    store    them in a HindsightMemory (her_rl/rl/her.py: goals relabelled at sample time by
+             ``strategy`` and ``k``, a ``random_mix`` share of far goals, ``n_step`` returns under the
+             relabelled goal) and fold them into the input statistics (GoalInputs, her_rl/rl/goal.py);
+    update   ``updates_per_cycle`` gradient steps (or ``updates_per_step`` per env step collected) on
+             batches of ``batch_size``; forward passes run in ``precision``, gradients are clipped to
+             a norm of ``grad_clip``;
+    targets  one Polyak step (decay ``polyak``) of every target network the learner declares.
+
+A learner adds its own keys as fields, names itself (``NAME``, its registry name), its targets
+(``TARGETS``: online -> target attribute) and what a checkpoint holds (``STATE``), and writes
+``build`` (networks, optimisers), ``policy`` (actions from network inputs: indices, or [-1, 1]^A
+for a ``CONTINUOUS`` learner, rescaled to the env's box only when stepping) and ``update`` (one
+gradient step on a batch of tensors, returning its metrics).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Iterator, Sequence
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from her_rl.agent import IterationResult
+from her_rl.registry import RUNTIME_ARGS
+from her_rl.rl.goal import (GoalEnvSpec, GoalInputs, action_space_for, batch_tensors, collect_episodes, goal_env_spec,
+                            hindsight_memory, to_env_actions)
+
+PRECISIONS = ("float32", "bfloat16")
+
+
+@dataclass(eq=False)
+class HindsightLearner:
+    """A hindsight learner: ``act``, ``remember``, ``hindsight``, ``collect``, ``learn``,
+    ``train_iteration``, ``state_dict`` (see the module's docstring for what a learner adds)."""
+
+    NAME: ClassVar[str] = "hindsight"
+    CONTINUOUS: ClassVar[bool] = False
+    TARGETS: ClassVar[dict[str, str]] = {}
+    STATE: ClassVar[tuple[str, ...]] = ()
+
+    env: dict[str, Any]
+    seed: int = 0
+    device: str = "cpu"
+    inference: bool = False
+    strategy: str = "future"
+    k: int = 4
+    random_mix: float = 0.0
+    hidden: Sequence[int] = (256, 256, 256)
+    gamma: float = 0.98
+    batch_size: int = 256
+    buffer_size: int = 1_000_000
+    episodes_per_cycle: int = 16
+    updates_per_cycle: int = 40
+    updates_per_step: float | None = None
+    n_step: int = 1
+    polyak: float = 0.95
+    clip_target: bool = True
+    grad_clip: float | None = None
+    normalize: str | bool = "auto"
+    norm_clip: float = 5.0
+    precision: str = "float32"
+
+    def __post_init__(self) -> None:
+        from her_rl.schema import check_hindsight  # here: the schema imports the learners for their names
+
+        check_hindsight(self.NAME, self.hyperparameters())
+        self.device = torch.device(self.device)
+        self.envs, self.spec = cycle_envs(self.env, self.episodes_per_cycle, self.seed, self.NAME, self.inference)
+        self.action_space = action_space_for(self.spec, self.env, self.NAME, self.CONTINUOUS)
+        self.act_dim = int(np.prod(self.action_space.shape)) if self.CONTINUOUS else None
+        self.horizon = self.spec.horizon
+        self.inputs = GoalInputs(self.spec, self.normalize, self.norm_clip, self.device)
+        self.rng = np.random.default_rng(self.seed)
+        self.memory = None if self.inference else hindsight_memory(
+            self.spec, self.buffer_size, self.strategy, self.k, self.seed, self.n_step, self.gamma, self.random_mix)
+        self.updates = 0
+        self.build()
+        for net, target in self.TARGETS.items():
+            getattr(self, target).load_state_dict(getattr(self, net).state_dict())
+            getattr(self, target).requires_grad_(False)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        """The config keys and their values: every field but the runner's own arguments."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in RUNTIME_ARGS}
+
+    # -- what a learner writes -----------------------------------------------------------------
+    def build(self) -> None:
+        """Networks (each declared target built like its online network) and optimisers."""
+        raise NotImplementedError
+
+    def policy(self, x: torch.Tensor, explore: bool) -> np.ndarray:
+        """Actions for a batch of network inputs: greedy, or exploring while collecting."""
+        raise NotImplementedError
+
+    def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One gradient step on a batch of tensors (see :meth:`tensors`); returns its metrics."""
+        raise NotImplementedError
+
+    def cycle_metrics(self) -> dict[str, float]:
+        """Scalars reported once per cycle beside the updates' means."""
+        return {}
+
+    # -- acting and memory ---------------------------------------------------------------------
+    @torch.no_grad()
+    def act(self, observation: dict[str, np.ndarray], goal: np.ndarray | None = None, explore: bool = False) -> np.ndarray:
+        """Env actions for a batch of goal-env observations (``goal`` replaces their desired goal)."""
+        goal = observation["desired_goal"] if goal is None else goal
+        a = self.policy(self.inputs(observation["observation"], goal), explore)
+        if not self.CONTINUOUS:
+            return a
+        return to_env_actions(a, self.action_space).reshape(len(a), *self.action_space.shape)
+
+    def collect(self) -> dict[str, np.ndarray]:
+        """Play one batch of lock-step episodes with exploration (see ``collect_episodes``)."""
+        return collect_episodes(self.envs, self.spec, lambda obs, goal: self.act(obs, goal, explore=True),
+                                seed=int(self.rng.integers(2**31)))
+
+    def remember(self, episodes: dict[str, np.ndarray]) -> None:
+        """Store a batch of episodes (see ``HindsightMemory.remember`` for the keys)."""
+        self.memory.remember_episodes(episodes)
+
+    def hindsight(self, episode_index: int) -> dict[str, np.ndarray]:
+        """The relabelled transitions HER derives from one stored episode (for inspection)."""
+        return self.memory.hindsight(episode_index)
+
+    # -- learning ------------------------------------------------------------------------------
+    def tensors(self, b: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+        """A sampled batch as network-ready tensors (see ``her_rl.rl.goal.batch_tensors``)."""
+        return batch_tensors(b, self.inputs, self.action_space, self.device)
+
+    def learn(self) -> dict[str, float]:
+        """One gradient step on a relabelled batch from the memory."""
+        metrics = self.update(self.tensors(self.memory.sample(self.batch_size, self.rng)))
+        self.updates += 1
+        return metrics
+
+    def train_iteration(self) -> IterationResult:
+        """One HER cycle: a batch of episodes, its updates, a Polyak step of the targets."""
+        episodes = self.collect()
+        self.remember(episodes)
+        self.inputs.update(episodes)
+        steps = int(episodes["length"].sum())
+        losses = [self.learn() for _ in range(updates_for_cycle(self.updates_per_cycle, self.updates_per_step, steps))]
+        for net, target in self.TARGETS.items():
+            polyak_update(getattr(self, net), getattr(self, target), self.polyak)
+        return cycle_result(episodes, losses, self.cycle_metrics())
+
+    def critic_step(self, critics: Sequence[torch.nn.Module], optimizer: torch.optim.Optimizer,
+                    t: dict[str, torch.Tensor], y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of the critics Q(x, a) towards the targets ``y``: the sum of their mean squared
+        errors. Returns that loss and the first critic's values."""
+        with self.autocast():
+            qs = [critic(t["x"], t["action"]).float() for critic in critics]
+        loss = sum(F.mse_loss(q, y) for q in qs)
+        self.step(optimizer, loss)
+        return loss, qs[0]
+
+    def autocast(self) -> torch.autocast:
+        """Context for an update's forward passes in ``precision`` (see :func:`update_precision`)."""
+        return update_precision(self.precision, self.device)
+
+    def adam(self, params, lr: float) -> torch.optim.Adam:
+        return torch.optim.Adam(params, lr=lr, fused=self.device.type == "cpu")
+
+    def step(self, optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
+        """Backward ``loss``, clip the optimiser's gradients to a norm of ``grad_clip``, step."""
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.grad_clip:
+            torch.nn.utils.clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]],
+                                           self.grad_clip)
+        optimizer.step()
+
+    # -- checkpointing -------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        state = {key: _state_of(getattr(self, key)) for key in (*self.STATE, "inputs", "rng")}
+        if self.memory is not None:
+            state["memory"] = self.memory.state_dict()
+        return {**state, "updates": self.updates}
+
+    def load_state_dict(self, state: dict) -> None:
+        for key in (*self.STATE, "inputs", "rng"):
+            _restore(getattr(self, key), state[key])
+        if "memory" in state and self.memory is not None:
+            self.memory.load_state_dict(state["memory"])
+        self.updates = int(state["updates"])
+
+
+def _state_of(obj: Any) -> Any:
+    """A checkpointable copy of a module, optimiser, tensor or generator (plain data and tensors only)."""
+    if isinstance(obj, np.random.Generator):
+        return obj.bit_generator.state
+    if isinstance(obj, torch.Generator):
+        return obj.get_state()
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().clone()
+    return obj.state_dict()
+
+
+def _restore(obj: Any, state: Any) -> None:
+    if isinstance(obj, np.random.Generator):
+        obj.bit_generator.state = state
+    elif isinstance(obj, torch.Generator):
+        obj.set_state(state)
+    elif isinstance(obj, torch.Tensor):
+        with torch.no_grad():
+            obj.copy_(state)
+    else:
+        obj.load_state_dict(state)
+
+
+@contextmanager
+def frozen(*modules: torch.nn.Module) -> Iterator[None]:
+    """The modules' weights take no gradient inside: an actor's step needs dQ/da, not the critics' weights."""
+    for module in modules:
+        module.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for module in modules:
+            module.requires_grad_(True)
+
+
+def cycle_envs(env_cfg: dict[str, Any], num_envs: int, seed: int, algo: str,
+               inference: bool = False) -> tuple[gym.vector.VectorEnv | None, GoalEnvSpec]:
+    """The vector env a learner collects its cycles in, and what it needs to know of it.
+    ``inference``: one copy is built only to read the spec, then closed (no envs are returned)."""
+    from her_rl.envs import make_vec  # here, not at the top: her_rl.envs is heavier than these helpers
+
+    if inference:
+        probe = make_vec(env_cfg, 1, seed=seed)
+        try:
+            return None, goal_env_spec(probe, env_cfg, algo)
+        finally:
+            probe.close()
+    envs = make_vec(env_cfg, num_envs, seed=seed)
+    if hasattr(envs, "autoreset"):
+        envs.autoreset = False  # lock-step episodes; steps after an episode ends are masked
+    return envs, goal_env_spec(envs, env_cfg, algo)
+
+
+def updates_for_cycle(updates_per_cycle: int, updates_per_step: float | None, cycle_steps: int) -> int:
+    """Gradient steps per cycle: ``updates_per_step`` (a ratio to env steps, kept as the cycle's size
+    changes with the task, e.g. bit-flip's horizon n) wins over the fixed ``updates_per_cycle``."""
+    if updates_per_step is None:
+        return int(updates_per_cycle)
+    return max(1, round(updates_per_step * cycle_steps))
+
+
+@torch.no_grad()
+def polyak_update(net: torch.nn.Module, target: torch.nn.Module, decay: float) -> None:
+    """target <- decay * target + (1 - decay) * net (the HER paper's target update, decay 0.95)."""
+    for p, p_target in zip(net.parameters(), target.parameters()):
+        p_target.mul_(decay).add_(p, alpha=1.0 - decay)
+
+
+def update_precision(precision: str, device: torch.device) -> torch.autocast:
+    """Context for an update's forward (and so backward) passes. ``bfloat16`` runs the matrix
+    products through ``torch.autocast``: faster on CPUs with AMX / AVX512-BF16, slower on others.
+    Parameters, Adam's state and the loss stay float32."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
+
+
+def clip_to_return_range(target: torch.Tensor, gamma: float) -> torch.Tensor:
+    """Goal-env rewards lie in [-1, 0], so discounted returns lie in [-1/(1-gamma), 0] (HER paper)."""
+    return target.clamp(-1.0 / (1.0 - gamma), 0.0) if gamma < 1.0 else target.clamp(max=0.0)
+
+
+def cycle_result(episodes: dict[str, np.ndarray], losses: list[dict[str, float]],
+                 extra: dict[str, float] | None = None) -> IterationResult:
+    """One HER cycle's report: the mean of each update metric over the updates that report it (an
+    actor updated every other step reports on half), plus the collected episodes."""
+    keys = dict.fromkeys(key for m in losses for key in m)
+    metrics = {key: float(np.mean([m[key] for m in losses if key in m])) for key in keys}
+    metrics.update(extra or {})
+    lengths = episodes["length"]
+    return IterationResult(
+        env_steps=int(lengths.sum()),
+        metrics=metrics,
+        episode_returns=episodes["returns"].tolist(),
+        episode_lengths=lengths.tolist(),
+        episode_successes=episodes["success"].astype(float).tolist(),
+    )

@@ -1,0 +1,236 @@
+"""Goal-env building blocks every hindsight learner shares.
+
+* :func:`goal_env_spec` reads what a learner needs from a goal env (shapes, dtypes, action space,
+  horizon, reward and termination rules), never from a list of known envs;
+* :class:`GoalInputs` turns (observation, goal) batches into network inputs: exact +-1 for bits,
+  else the HER paper's running mean/std normalisation, clipped;
+* :func:`collect_episodes` plays one lock-step batch of episodes in a vector env (a HER cycle's
+  episodes, in parallel) and returns them in :class:`~her_rl.rl.her.HindsightMemory`'s layout;
+* :func:`hindsight_memory` builds that memory to the env's shapes;
+* :func:`action_space_for` refuses an action space a learner cannot act in; continuous learners act
+  in [-1, 1]^A and the env's Box bounds are applied only when stepping (:func:`to_env_actions`,
+  :func:`from_env_actions`); :func:`batch_tensors` turns a sampled batch into network-ready tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from her_rl.registry import ConfigError
+from her_rl.rl.her import HindsightMemory
+from her_rl.rl.normalize import RunningMeanStd
+
+GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
+
+
+@dataclass
+class GoalEnvSpec:
+    obs_shape: tuple[int, ...]
+    goal_shape: tuple[int, ...]
+    obs_dtype: np.dtype
+    goal_dtype: np.dtype
+    binary: bool
+    """Observation and goals are bits (MultiBinary): scaled exactly to +-1 instead of normalised."""
+    action_space: gym.Space
+    horizon: int
+    compute_reward: Callable
+    compute_terminated: Callable | None
+    """The env's rule for ending an episode at a goal; None: it never ends early (Fetch, push)."""
+
+
+def _unwrapped_env(envs: gym.vector.VectorEnv) -> Any:
+    """The object carrying compute_reward: a batched env itself, or the first copy of a loop."""
+    if hasattr(envs, "compute_reward"):
+        return envs
+    sub = getattr(envs, "envs", None)
+    return sub[0].unwrapped if sub else envs
+
+
+def episode_horizon(envs: gym.vector.VectorEnv, env_cfg: dict[str, Any]) -> int | None:
+    """The env's time limit: the shortest of its own ``max_episode_steps`` and a TimeLimit wrapper's
+    (``gymnasium.make`` turns a ``max_episode_steps`` kwarg into the wrapper), else the registered one."""
+    limits = [getattr(envs, "max_episode_steps", None)]
+    sub = getattr(envs, "envs", None)
+    if sub:
+        limits += [getattr(sub[0].unwrapped, "max_episode_steps", None), getattr(sub[0].spec, "max_episode_steps", None)]
+    limits = [int(x) for x in limits if x]
+    if limits:
+        return min(limits)
+    from her_rl.envs.custom import split_id  # here: the envs package sits above the building blocks
+
+    name = split_id(env_cfg.get("id", ""))[1]
+    spec = gym.spec(name) if name in gym.registry else None
+    return int(spec.max_episode_steps) if spec is not None and spec.max_episode_steps else None
+
+
+def goal_env_spec(envs: gym.vector.VectorEnv, env_cfg: dict[str, Any], algo: str) -> GoalEnvSpec:
+    """What a hindsight learner needs from ``envs``; a ConfigError names what is missing."""
+    name = f"'{env_cfg.get('name')}' ({env_cfg.get('id')})"
+    space = envs.single_observation_space
+    env = _unwrapped_env(envs)
+    if not isinstance(space, spaces.Dict) or not set(GOAL_KEYS) <= set(space.spaces) or not hasattr(env, "compute_reward"):
+        raise ConfigError(f"algo '{algo}' needs a goal-conditioned env (Dict observation with observation/"
+                          f"achieved_goal/desired_goal and compute_reward); {name} has none")
+    horizon = episode_horizon(envs, env_cfg)
+    if horizon is None:
+        raise ConfigError(f"algo '{algo}' needs episodes of bounded length; {name} has no time limit "
+                          f"(set env.kwargs.max_episode_steps)")
+    obs, goal = space["observation"], space["desired_goal"]
+    binary = isinstance(obs, spaces.MultiBinary) and isinstance(goal, spaces.MultiBinary)
+    return GoalEnvSpec(
+        obs_shape=tuple(obs.shape), goal_shape=tuple(goal.shape),
+        obs_dtype=np.dtype(np.int8 if binary else np.float32), goal_dtype=np.dtype(np.int8 if binary else np.float32),
+        binary=binary, action_space=envs.single_action_space, horizon=horizon,
+        compute_reward=env.compute_reward, compute_terminated=getattr(env, "compute_terminated", None),
+    )
+
+
+class GoalInputs:
+    """Network inputs from (observation, goal): bits as +-1, anything else normalised with running
+    statistics as in the HER paper: clip raw values to +-200, whiten with eps 0.01, clip to +-``clip``.
+    Statistics change only in :meth:`update` (after each collected batch), never while sampling."""
+
+    def __init__(self, spec: GoalEnvSpec, normalize: str | bool = "auto", clip: float = 5.0, device="cpu"):
+        if normalize not in ("auto", True, False):
+            raise ConfigError(f"algo.normalize must be auto, true or false, got {normalize!r}")
+        self.running = (not spec.binary) if normalize == "auto" else bool(normalize)
+        self.binary, self.clip, self.device = spec.binary, float(clip), torch.device(device)
+        self.obs_dim, self.goal_dim = int(np.prod(spec.obs_shape)), int(np.prod(spec.goal_shape))
+        self.obs_rms = RunningMeanStd((self.obs_dim,))
+        self.goal_rms = RunningMeanStd((self.goal_dim,))
+        self._refresh()
+
+    @property
+    def dim(self) -> int:
+        return self.obs_dim + self.goal_dim
+
+    def _refresh(self) -> None:
+        """Cache mean and 1/std as one tensor over the concatenated input."""
+        mean = np.concatenate([self.obs_rms.mean, self.goal_rms.mean])
+        std = np.maximum(np.sqrt(np.concatenate([self.obs_rms.var, self.goal_rms.var])), 0.01)
+        self._mean = torch.as_tensor(mean, dtype=torch.float32, device=self.device)
+        self._inv_std = torch.as_tensor(1.0 / std, dtype=torch.float32, device=self.device)
+
+    def update(self, episodes: dict[str, np.ndarray]) -> None:
+        """Fold the valid steps of a batch of collected episodes into the statistics."""
+        if not self.running:
+            return
+        T1 = episodes["obs"].shape[1]
+        valid = np.arange(T1)[None, :] <= episodes["length"][:, None]
+        self.obs_rms.update(np.clip(episodes["obs"][valid].reshape(-1, self.obs_dim), -200, 200))
+        goals = np.concatenate([episodes["achieved_goal"][valid].reshape(-1, self.goal_dim),
+                                episodes["desired_goal"].reshape(-1, self.goal_dim)])
+        self.goal_rms.update(np.clip(goals, -200, 200))
+        self._refresh()
+
+    def __call__(self, obs: np.ndarray, goal: np.ndarray) -> torch.Tensor:
+        x = np.concatenate([obs.reshape(len(obs), -1), goal.reshape(len(goal), -1)], axis=1)
+        x = torch.as_tensor(x, dtype=torch.float32, device=self.device)
+        if self.running:
+            return ((x.clamp(-200.0, 200.0) - self._mean) * self._inv_std).clamp(-self.clip, self.clip)
+        return x * 2.0 - 1.0 if self.binary else x
+
+    def state_dict(self) -> dict:
+        return {"obs": self.obs_rms.state_dict(), "goal": self.goal_rms.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.obs_rms.load_state_dict(state["obs"])
+        self.goal_rms.load_state_dict(state["goal"])
+        self._refresh()
+
+
+def collect_episodes(envs: gym.vector.VectorEnv, spec: GoalEnvSpec, act: Callable, seed: int) -> dict[str, np.ndarray]:
+    """Play one episode in every copy of ``envs``, all starting together (lock-step).
+
+    ``act(obs_dict, goal)`` returns a batch of actions. A copy's episode ends at its first
+    terminated or truncated step; later steps of that copy are played but not stored (``length``
+    marks them off). Returns HindsightMemory's episode layout plus ``success`` (``is_success`` of
+    each episode's last step) and ``returns`` (undiscounted).
+    """
+    B, T = envs.num_envs, spec.horizon
+    obs, _ = envs.reset(seed=seed)
+    ep_obs = np.zeros((B, T + 1, *spec.obs_shape), dtype=spec.obs_dtype)
+    ep_ag = np.zeros((B, T + 1, *spec.goal_shape), dtype=spec.goal_dtype)
+    ep_act = np.zeros((B, T, *spec.action_space.shape), dtype=spec.action_space.dtype)
+    ep_obs[:, 0], ep_ag[:, 0] = obs["observation"], obs["achieved_goal"]
+    goal = obs["desired_goal"].copy()
+    length = np.full(B, T, dtype=np.int64)
+    success, returns = np.zeros(B, dtype=bool), np.zeros(B)
+    active = np.ones(B, dtype=bool)
+    for t in range(T):
+        action = act(obs, goal)
+        obs, reward, terminated, truncated, info = envs.step(action)
+        ep_act[:, t] = action
+        ep_obs[:, t + 1], ep_ag[:, t + 1] = obs["observation"], obs["achieved_goal"]
+        returns[active] += np.asarray(reward)[active]
+        if "is_success" in info:
+            success[active] = np.asarray(info["is_success"], dtype=bool)[active]
+        done_now = active & (np.asarray(terminated) | np.asarray(truncated))
+        length[done_now] = t + 1
+        active &= ~done_now
+        if not active.any():
+            break
+    return {"obs": ep_obs, "achieved_goal": ep_ag, "desired_goal": goal, "action": ep_act, "length": length,
+            "success": success, "returns": returns}
+
+
+def hindsight_memory(spec: GoalEnvSpec, buffer_size: int, strategy: str, k: int, seed: int, n_step: int = 1,
+                     gamma: float | None = None, random_mix: float = 0.0) -> HindsightMemory:
+    """A HindsightMemory of ``buffer_size`` transitions shaped by the env (actions as the env takes them)."""
+    return HindsightMemory(
+        capacity_episodes=max(1, buffer_size // spec.horizon), horizon=spec.horizon,
+        obs_shape=spec.obs_shape, goal_shape=spec.goal_shape,
+        compute_reward=spec.compute_reward, compute_terminated=spec.compute_terminated,
+        strategy=strategy, k=k, obs_dtype=spec.obs_dtype, goal_dtype=spec.goal_dtype,
+        action_shape=spec.action_space.shape, action_dtype=spec.action_space.dtype, seed=seed,
+        n_step=n_step, gamma=gamma, random_mix=random_mix,
+    )
+
+
+def action_space_for(spec: GoalEnvSpec, env_cfg: dict[str, Any], algo: str, continuous: bool) -> gym.Space:
+    """The env's action space if the learner can act in it (Discrete, or a bounded Box for a continuous
+    learner whose policy ends in tanh); anything else is a one-line ConfigError."""
+    space, name = spec.action_space, f"'{env_cfg.get('name')}' ({env_cfg.get('id')})"
+    if not continuous:
+        if not isinstance(space, spaces.Discrete):
+            raise ConfigError(f"{algo} acts in Discrete action spaces only; {name} has {space}")
+        return space
+    if not isinstance(space, spaces.Box):
+        raise ConfigError(f"{algo} acts in Box (continuous) action spaces only; {name} has {space}")
+    if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
+        raise ConfigError(f"{algo} needs finite action bounds (its policy ends in tanh); {name} has {space}")
+    return space
+
+
+def to_env_actions(a: np.ndarray, space: spaces.Box) -> np.ndarray:
+    """Policy actions in [-1, 1] -> the env's [low, high] (affine)."""
+    return (space.low + (a + 1.0) * 0.5 * (space.high - space.low)).astype(space.dtype)
+
+
+def from_env_actions(a: np.ndarray, space: spaces.Box) -> np.ndarray:
+    """The env's [low, high] -> [-1, 1]: the inverse of :func:`to_env_actions` (stored -> policy scale)."""
+    return ((a - space.low) / (space.high - space.low) * 2.0 - 1.0).astype(np.float32)
+
+
+def batch_tensors(b: dict[str, np.ndarray], inputs: GoalInputs, space: gym.Space,
+                  device: torch.device) -> dict[str, torch.Tensor]:
+    """A sampled batch as tensors: normalised inputs ``x``, ``x_next``; ``action`` (indices, or a Box's
+    actions back in [-1, 1]); ``reward``, ``not_done`` and ``discount`` (gamma ** steps of an n-step return)."""
+    def as_t(v):
+        return torch.as_tensor(v, dtype=torch.float32, device=device)
+
+    if isinstance(space, spaces.Box):
+        action = as_t(from_env_actions(b["action"], space).reshape(len(b["reward"]), -1))
+    else:
+        action = torch.as_tensor(b["action"], device=device)
+    out = {"x": inputs(b["obs"], b["goal"]), "x_next": inputs(b["next_obs"], b["goal"]), "action": action,
+           "reward": as_t(b["reward"]), "not_done": 1.0 - as_t(b["terminated"])}
+    if "discount" in b:
+        out["discount"] = as_t(b["discount"])
+    return out
