@@ -123,7 +123,7 @@ class HindsightMemory:
     EPISODE_KEYS = ("obs", "achieved_goal", "desired_goal", "action", "length")
 
     def remember_episodes(self, episodes: dict[str, np.ndarray]) -> None:
-        """Store what :func:`~her_rl.algos.offpolicy.collect_episodes` returned (its other keys, such as
+        """Store what :func:`~her_rl.rl.goal.collect_episodes` returned (its other keys, such as
         success and returns, are reports, not memory)."""
         self.remember(**{key: episodes[key] for key in self.EPISODE_KEYS})
 
