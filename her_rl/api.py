@@ -30,7 +30,7 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
     from omegaconf.errors import OmegaConfBaseException
 
     from her_rl.cli import _check_group_names as check_group_names, hydra_message
-    from her_rl.registry import ConfigError
+    from her_rl.errors import ConfigError
     from her_rl.runner import compose, run
 
     overrides = [str(o) for o in overrides]
@@ -49,7 +49,7 @@ def evaluate(policy: Policy, episodes: int = 100, seed: int = 0) -> dict[str, fl
     at the time limit). The same ``seed`` gives the same episodes."""
     from her_rl.envs import make_vec
     from her_rl.evaluation import evaluate as evaluate_agent
-    from her_rl.registry import ConfigError
+    from her_rl.errors import ConfigError
     from her_rl.schema import MAX_ENVS
 
     if not isinstance(episodes, int) or isinstance(episodes, bool) or not 1 <= episodes <= MAX_ENVS:

@@ -21,20 +21,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from her_rl.registry import ConfigError
+from her_rl.errors import CheckpointError, OutputError  # noqa: F401  (also importable from here)
+from her_rl.rundir import CHECKPOINT
 
 KEYS = ("agent", "runner", "rng", "config")
 """What a her-rl checkpoint dict holds."""
-
-
-class CheckpointError(ConfigError):
-    """A checkpoint file that cannot be used, named with the reason (one line)."""
-
-
-class OutputError(RuntimeError):
-    """A result could not be written (full disk, unwritable folder)."""
-
-    exit_code = 1
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -97,8 +88,8 @@ def _why_unloadable(exc: BaseException) -> str:
 def load(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Load a her-rl checkpoint safely, or raise a CheckpointError naming the file and why."""
     path = Path(path)
-    if path.is_dir() and (path / "checkpoint.pt").is_file():
-        path = path / "checkpoint.pt"  # a run folder stands for its checkpoint
+    if path.is_dir() and (path / CHECKPOINT).is_file():
+        path = path / CHECKPOINT  # a run folder stands for its checkpoint
     if not path.exists():
         raise CheckpointError(f"cannot load checkpoint {path}: no such file")
     if not path.is_file():

@@ -20,9 +20,9 @@ import hydra
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from her_rl import rundir, video
-from her_rl.config import one_line
 from her_rl.envs.custom import import_given
-from her_rl.registry import ConfigError, algo_info, check_env_name
+from her_rl.errors import ConfigError, NonFiniteError, OutputError, one_line
+from her_rl.registry import algo_info, check_env_name
 
 # Flags after which Hydra does something other than run jobs (help, printing the config, ...).
 _RUN_FLAGS = ("-m", "--multirun")
@@ -169,13 +169,11 @@ def _preflight(argv: list[str]) -> tuple[DictConfig, list[str], Path | None] | N
 
 
 def _run_load(task: DictConfig, overrides: list[str], out: Path | None) -> None:
-    from her_rl.runner import OutputError, evaluate_checkpoint
+    from her_rl.evaluation import evaluate_checkpoint
 
     try:
         evaluate_checkpoint(task, out, overrides)
-    except ConfigError as exc:
-        _fail(exc)
-    except OutputError as exc:
+    except (ConfigError, OutputError) as exc:
         _fail(exc, exc.exit_code)
 
 
@@ -183,8 +181,7 @@ def _run_load(task: DictConfig, overrides: list[str], out: Path | None) -> None:
 def _hydra_main(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
 
-    from her_rl.guard import NonFiniteError
-    from her_rl.runner import OutputError, run
+    from her_rl.runner import run
 
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)

@@ -1,27 +1,25 @@
 """Checks on a composed config, run before anything is built, trained or written.
 
 ``validate`` resolves the config, checks every value against its group's rules
-(``her_rl.schema``), builds one env to read its spaces (``probe_env``) and checks that the
-algorithm fits them (``her_rl.registry.check_pairing``). Every problem becomes a
-:class:`ConfigError` with one line that says what is wrong and what is accepted; the CLI prints it
-and exits with status 2 instead of a traceback.
+(``her_rl.schema``), builds the env the way training builds it to read its spaces
+(``probe_env``) and checks that the algorithm fits them (``her_rl.registry.check_pairing``).
+Every problem becomes a :class:`ConfigError` with one line that says what is wrong and what is
+accepted; the CLI prints it and exits with status 2 instead of a traceback.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from her_rl import schema
-from her_rl.registry import ConfigError, EnvSpaces, check_pairing
+from her_rl.errors import ConfigError, one_line
+from her_rl.registry import EnvSpaces, check_pairing
 
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
-
-
-def one_line(text: Any) -> str:
-    return " ".join(str(text).split())
 
 
 def resolved(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
@@ -34,39 +32,65 @@ def resolved(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"cannot resolve the config: {one_line(exc)}") from None
 
 
+_PROBED: dict[tuple[str, str], EnvSpaces] = {}  # one probe per env config and process (her-run checks twice)
+
+
+def _probe_failure(env: dict[str, Any], exc: ConfigError) -> ConfigError:
+    """make_vec's one line, told as the probe tells it: which packages, which kwargs."""
+    import gymnasium as gym
+
+    cause, env_id, kwargs = exc.__cause__, env["id"], dict(env.get("kwargs") or {})
+    if cause is None:  # an unknown or unimported id, a missing extra: make_vec's own line says it
+        return exc
+    if isinstance(cause, gym.error.DependencyNotInstalled):
+        return ConfigError(f"env.id '{env_id}' needs packages that are not installed: {one_line(cause)}")
+    if isinstance(cause, (TypeError, ValueError)):
+        why = one_line(cause).split(" was raised from the environment creator")[0]  # gymnasium repeats the kwargs
+        return ConfigError(f"env.kwargs={kwargs} rejected by '{env_id}': {why}")
+    return ConfigError(f"cannot make env '{env_id}' with env.kwargs={kwargs}: {one_line(cause)}")
+
+
+def _goal_carrier(envs: Any) -> Any:
+    """What holds ``compute_reward``: a batched env itself, else its first copy (unwrapped)."""
+    if hasattr(envs, "compute_reward"):
+        return envs
+    copies = getattr(envs, "envs", None)
+    return copies[0].unwrapped if copies else envs
+
+
 def probe_env(env: dict[str, Any]) -> EnvSpaces:
-    """Build one env of the ``env`` group, read its spaces, close it.
+    """Build the env of the ``env`` group as training builds it (``her_rl.envs.make_vec``, one
+    copy), read its spaces, close it.
 
     This is how goal-ness is known: a Dict observation with observation/achieved_goal/desired_goal
-    and a ``compute_reward`` on the unwrapped env, whatever the env's name.
+    and a ``compute_reward`` on the env, whatever the env's name.
     """
     import gymnasium as gym
     from gymnasium import spaces
 
-    import her_rl.envs  # noqa: F401  (registers her_rl/* ids)
+    from her_rl.envs import make_vec
     from her_rl.envs.custom import registered_id
     from her_rl.envs.fetch import ensure_registered
 
-    env_id, kwargs = env["id"], dict(env.get("kwargs") or {})
-    ensure_registered(env_id, env.get("name"))  # Fetch ids: gymnasium-robotics registers them, or one line
+    ensure_registered(env["id"], env.get("name"))  # Fetch ids: gymnasium-robotics registers them, or one line
     # Only registered ids, never an import here: a "module:Env-v0" id's module must already be imported.
-    make_id = registered_id(env_id)
+    key = (json.dumps(env, sort_keys=True, default=str), repr(gym.registry[registered_id(env["id"])]))
+    if key in _PROBED:
+        return _PROBED[key]
     try:
-        made = gym.make(make_id, disable_env_checker=True, **kwargs)
-    except gym.error.DependencyNotInstalled as exc:
-        raise ConfigError(f"env.id '{env_id}' needs packages that are not installed: {one_line(exc)}") from None
-    except (TypeError, ValueError) as exc:
-        why = one_line(exc).split(" was raised from the environment creator")[0]  # gymnasium repeats the kwargs
-        raise ConfigError(f"env.kwargs={kwargs} rejected by '{env_id}': {why}") from None
-    except Exception as exc:  # gymnasium and third-party envs raise many types
-        raise ConfigError(f"cannot make env '{env_id}' with env.kwargs={kwargs}: {one_line(exc)}") from None
+        made = make_vec(env, 1)
+    except ConfigError as exc:
+        raise _probe_failure(env, exc) from None
     try:
-        obs, act = made.observation_space, made.action_space
+        obs, act = made.single_observation_space, made.single_action_space
         goal = (isinstance(obs, spaces.Dict) and all(k in obs.spaces for k in GOAL_KEYS)
-                and callable(getattr(made.unwrapped, "compute_reward", None)))
+                and callable(getattr(_goal_carrier(made), "compute_reward", None)))
     finally:
         made.close()
-    return EnvSpaces(observation_space=obs, action_space=act, goal_env=bool(goal))
+    if len(_PROBED) >= 32:
+        _PROBED.clear()
+    _PROBED[key] = EnvSpaces(observation_space=obs, action_space=act, goal_env=bool(goal))
+    return _PROBED[key]
 
 
 def check_device(name: str) -> None:
@@ -76,7 +100,7 @@ def check_device(name: str) -> None:
         raise ConfigError("device=cuda but no CUDA device is available; use device=cpu or device=auto")
 
 
-def _interpolations(cfg: DictConfig | dict[str, Any]) -> dict[str, str]:
+def interpolations(cfg: DictConfig | dict[str, Any]) -> dict[str, str]:
     """``{key: "${other}"}`` for values set by interpolation, to name where a bad value came from."""
     if isinstance(cfg, dict):
         return {}
@@ -92,15 +116,20 @@ def _interpolations(cfg: DictConfig | dict[str, Any]) -> dict[str, str]:
     return found
 
 
-def validate(cfg: DictConfig | dict[str, Any]) -> EnvSpaces:
-    """Raise ConfigError on the first invalid value; return the env's probed spaces."""
-    data = resolved(cfg)
+def check(data: dict[str, Any], sources: dict[str, str] | None = None) -> EnvSpaces:
+    """Check a resolved config (``sources``: the interpolation each value came from, to name it in
+    an error); raise ConfigError on the first invalid value; return the env's probed spaces."""
     try:
         schema.check(data)
     except schema.RuleError as exc:
-        source = _interpolations(cfg).get(exc.key)
+        source = (sources or {}).get(exc.key)
         raise (exc.from_source(source) if source else exc) from None
     check_device(data["device"])
     env_spaces = probe_env(data["env"])
     check_pairing(data["algo"]["name"], data["env"]["name"], data["env"]["id"], env_spaces)
     return env_spaces
+
+
+def validate(cfg: DictConfig | dict[str, Any]) -> EnvSpaces:
+    """Raise ConfigError on the first invalid value; return the env's probed spaces."""
+    return check(resolved(cfg), interpolations(cfg))

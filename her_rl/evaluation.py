@@ -14,36 +14,18 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from her_rl import checkpoint, video
-from her_rl.checkpoint import CheckpointError, OutputError
-from her_rl.config import one_line, resolved, validate
+from her_rl.build import device_name, load_state as load_agent, make_agent  # noqa: F401  (their names here before)
+from her_rl.config import resolved, validate
 from her_rl.envs import make_vec
-from her_rl.registry import build_agent
+from her_rl.errors import OutputError
 from her_rl.resume import merge
+from her_rl.rundir import CHECKPOINT
 from her_rl.schema import TOP
 
-CHECKPOINT = "checkpoint.pt"
-
-
-def device_name(name: str) -> str:
-    """``auto``: cuda when there is one (the config check already refused a missing cuda)."""
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return name
-
-
-def build(config: dict[str, Any], device: str):
-    return build_agent(config["algo"], env=config["env"], seed=int(config["seed"]), device=device)
-
-
-def load_agent(agent, state: dict[str, Any], path: Path, algo: str) -> None:
-    try:
-        agent.load_state_dict(state)
-    except Exception as exc:  # key or shape mismatches surface as KeyError/RuntimeError/ValueError
-        raise CheckpointError(f"cannot load checkpoint {path}: its agent state does not fit algo '{algo}' "
-                              f"({one_line(exc)[:200]})") from None
+build = make_agent  # an agent to train from a run's config, by the name scripts use
 
 
 def evaluate(agent, envs, seed: int, max_steps: int = 1_000_000) -> dict[str, float]:
@@ -94,20 +76,17 @@ def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
     out = Path(out_dir) if out_dir is not None else path.parent
     if config["video"]["enabled"]:
         return record_videos(path, config, out / "videos")
-    run_cfg = OmegaConf.create(config)
-    torch.set_num_threads(int(run_cfg.threads))
-    agent = build(config, device_name(run_cfg.device))
-    agent_state = dict(saved["agent"])
-    agent_state.pop("memory", None)
-    load_agent(agent, agent_state, path, config["algo"]["name"])
-    episodes, seed = int(run_cfg.eval.episodes), int(run_cfg.seed)
+    torch.set_num_threads(int(config["threads"]))
+    agent = make_agent(config, config["device"], inference=True, state=saved["agent"], source=path)
+    episodes, seed = int(config["eval"]["episodes"]), int(config["seed"])
     envs = make_vec(config["env"], episodes, seed=seed)
     try:
         result = evaluate(agent, envs, eval_seed(seed, 2**31))
     finally:
         envs.close()
-    report = {"checkpoint": str(path), "algo": run_cfg.algo.name, "env": run_cfg.env.name, "env_id": run_cfg.env.id,
-              "episodes": episodes, "seed": seed, **{f"eval_{k}": v for k, v in result.items()}}
+    report = {"checkpoint": str(path), "algo": config["algo"]["name"], "env": config["env"]["name"],
+              "env_id": config["env"]["id"], "episodes": episodes, "seed": seed,
+              **{f"eval_{k}": v for k, v in result.items()}}
     try:
         out.mkdir(parents=True, exist_ok=True)
         checkpoint.write_atomic_text(out / "eval.json", json.dumps(report, indent=2) + "\n")

@@ -15,11 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-
-class NonFiniteError(RuntimeError):
-    """Training produced a non-finite loss or weight; the run stopped without saving it."""
-
-    exit_code = 3
+from her_rl.errors import NonFiniteError  # noqa: F401  (also importable from here)
 
 
 def _components(agent: Any, depth: int = 3) -> tuple[list[tuple[str, nn.Module]], list[tuple[str, Any]]]:

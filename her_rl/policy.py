@@ -16,10 +16,8 @@ import numpy as np
 from gymnasium import spaces
 
 from her_rl import checkpoint
-from her_rl.checkpoint import CheckpointError
-from her_rl.registry import ConfigError, build_agent
-
-CHECKPOINT = "checkpoint.pt"
+from her_rl.errors import CheckpointError, ConfigError
+from her_rl.rundir import CHECKPOINT
 
 
 def checkpoint_path(path: str | Path) -> Path:
@@ -105,8 +103,8 @@ def load(path: str | Path, device: str = "cpu") -> Policy:
     """The policy saved in a run folder (or a ``checkpoint.pt``), on ``device`` (``cpu``, ``cuda``,
     ``auto``). A run on your own env (``env.id=your.module:YourEnv-v0``) needs ``import your.module``
     first: loading a checkpoint never imports a module by itself."""
+    from her_rl.build import make_agent
     from her_rl.config import check_device
-    from her_rl.evaluation import device_name, load_agent
 
     ckpt = checkpoint_path(path)
     saved = checkpoint.load(ckpt)
@@ -116,8 +114,5 @@ def load(path: str | Path, device: str = "cpu") -> Policy:
     if device not in ("cpu", "cuda", "auto"):
         raise ConfigError(f"device={device!r} is not allowed: device must be one of cpu, cuda, auto")
     check_device(device)
-    agent = build_agent(config["algo"], env=config["env"], seed=int(config.get("seed", 0)),
-                        device=device_name(device), inference=True)
-    state = {k: v for k, v in dict(saved["agent"]).items() if k != "memory"}
-    load_agent(agent, state, ckpt, config["algo"]["name"])
+    agent = make_agent(config, device, inference=True, state=dict(saved["agent"]), source=ckpt)
     return Policy(agent, config, ckpt)

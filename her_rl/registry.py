@@ -11,13 +11,12 @@ from __future__ import annotations
 import importlib
 import inspect
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gymnasium import spaces
 
-
-class ConfigError(ValueError):
-    """A bad configuration, reported to the user as one clear line (no traceback)."""
+from her_rl.errors import ConfigError  # also importable from here, its first home
 
 
 @dataclass(frozen=True)
@@ -49,9 +48,8 @@ ALGOS: dict[str, AlgoInfo] = {
     "rnd_ppo": AlgoInfo("her_rl.algos.rnd_ppo.RNDPPO", action_spaces=("discrete", "continuous")),
 }
 
-# The env config groups (her_rl/conf/env/<name>.yaml), for the CLI's early name check.
-ENVS: tuple[str, ...] = ("bitflip", "cartpole", "deep_sea", "drag", "fetch_pick_and_place", "fetch_push", "fetch_reach",
-                         "fetch_slide", "gym", "mountaincar", "pendulum", "push")
+# The env config groups, one per her_rl/conf/env/<name>.yaml, for the CLI's early name check.
+ENVS: tuple[str, ...] = tuple(sorted(p.stem for p in (Path(__file__).parent / "conf" / "env").glob("*.yaml")))
 
 
 def _choices(names) -> str:

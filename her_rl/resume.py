@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.schema import show
 
 SAFE_TABLES = ("budget", "eval", "checkpoint", "guard")

@@ -18,10 +18,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from her_rl.errors import ConfigError
 
-from her_rl.registry import ConfigError
-
+# What a run folder holds (besides tb/ and, after load=, eval.json or videos/).
+CHECKPOINT = "checkpoint.pt"
+CONFIG = "config.yaml"
+RESULTS = "results.json"
 LOCK = ".her-run.lock"
 HISTORY = "history.jsonl"
 SUFFIX_RESOLVER = "run_suffix"
@@ -46,6 +48,8 @@ def swept_dirname(fallback: str, task: Any) -> str:
 def register_resolvers() -> None:
     """``${run_suffix:}`` and ``${swept_dirname:...}`` in the Hydra run/sweep folder names
     (the suffix is cached: one value per config)."""
+    from omegaconf import OmegaConf  # here: her_rl.load reads this module's names without OmegaConf
+
     if not OmegaConf.has_resolver(SUFFIX_RESOLVER):
         OmegaConf.register_new_resolver(SUFFIX_RESOLVER, suffix, use_cache=True)
     if not OmegaConf.has_resolver(SWEPT_RESOLVER):

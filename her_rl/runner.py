@@ -26,23 +26,22 @@ from omegaconf import DictConfig, OmegaConf
 
 from her_rl import checkpoint, rundir, video
 from her_rl.agent import IterationResult
-from her_rl.checkpoint import OutputError
+from her_rl.build import make_agent
 from her_rl.config import resolved, validate
 from her_rl.envs import make_vec
 from her_rl.envs.custom import import_env_module, import_given
-from her_rl.evaluation import build, device_name, eval_seed, evaluate, evaluate_checkpoint, load_agent
-from her_rl.guard import Guard, NonFiniteError
+from her_rl.errors import ConfigError, NonFiniteError, OutputError
+from her_rl.evaluation import eval_seed, evaluate, evaluate_checkpoint
+from her_rl.guard import Guard
 from her_rl.logger import RunLogger, final_metrics, hparams_of
 from her_rl.progress import Progress, clear_line, count, job_label
-from her_rl.registry import ConfigError, EnvSpaces
+from her_rl.registry import EnvSpaces
 from her_rl import requeue
 from her_rl.resume import describe, merge
 from her_rl.rl.utils import set_seed
+from her_rl.rundir import CHECKPOINT, CONFIG, RESULTS
 from her_rl.schema import TOP
 
-CHECKPOINT = "checkpoint.pt"
-RESULTS = "results.json"
-CONFIG = "config.yaml"
 __all__ = ["compose", "main", "run", "plan_run", "evaluate", "evaluate_checkpoint", "OutputError", "NonFiniteError"]
 
 
@@ -223,11 +222,10 @@ def _train(plan: Plan) -> dict[str, Any]:
     ckpt_path = out / CHECKPOINT
     torch.set_num_threads(int(cfg.threads))
     set_seed(int(cfg.seed))
-    agent = build(config, device_name(cfg.device))
+    agent = make_agent(config, cfg.device, state=plan.saved["agent"] if plan.saved else None, source=ckpt_path)
     state: dict[str, Any] = {"env_steps": 0, "iteration": 0, "wall_time_s": 0.0, "episodes": 0,
                              "eval": None, "solved": False, "solved_at_env_steps": None}
     if plan.saved is not None:
-        load_agent(agent, plan.saved["agent"], ckpt_path, config["algo"]["name"])
         state.update(plan.saved["runner"])
         checkpoint.set_rng_state(plan.saved["rng"])
     _take_folder(plan)  # every check passed: from here on the folder is ours and may be written

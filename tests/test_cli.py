@@ -53,6 +53,19 @@ def test_bad_input_exits_nonzero_with_one_clear_line(her_run, tmp_path, args, me
     assert p.stderr.strip().count("\n") == 0  # one line
 
 
+def test_the_env_names_are_the_env_config_groups():
+    """A new her_rl/conf/env/NAME.yaml is an env name at once: no list to keep beside it."""
+    import her_rl
+    from her_rl.registry import ENVS, ConfigError, check_env_name
+
+    groups = sorted(p.stem for p in (Path(her_rl.__file__).parent / "conf" / "env").glob("*.yaml"))
+    assert list(ENVS) == groups and {"bitflip", "gym", "fetch_push"} <= set(groups)
+    for name in groups:
+        check_env_name(name)
+    with pytest.raises(ConfigError, match=f"^unknown env 'nope'; valid choices: {', '.join(groups)}$"):
+        check_env_name("nope")
+
+
 def _tb_steps(logdir: Path, tag: str) -> list[int]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

@@ -1,0 +1,39 @@
+"""The errors her-rl reports to the user as one line, and the exit status ``her-run`` gives each.
+
+Bad input (a config value, a run folder, a checkpoint file) is caught before anything is
+written; the other two end a run that had started.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def one_line(text: Any) -> str:
+    """``text`` with every run of whitespace (newlines too) made one space."""
+    return " ".join(str(text).split())
+
+
+class ConfigError(ValueError):
+    """A bad configuration, reported to the user as one clear line (no traceback)."""
+
+    exit_code = 2
+
+
+class CheckpointError(ConfigError):
+    """A checkpoint file that cannot be used, named with the reason (one line)."""
+
+
+class OutputError(RuntimeError):
+    """A result could not be written (full disk, unwritable folder)."""
+
+    exit_code = 1
+
+
+class NonFiniteError(RuntimeError):
+    """Training produced a non-finite loss or weight; the run stopped without saving it."""
+
+    exit_code = 3
+
+
+__all__ = ["CheckpointError", "ConfigError", "NonFiniteError", "OutputError", "one_line"]
