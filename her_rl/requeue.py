@@ -34,14 +34,14 @@ def preemption_signal() -> int | None:
     return getattr(signal, "SIG" + os.environ.get("SUBMITIT_PREEMPT_SIGNAL", "USR2"), None)
 
 
-def catch(received: list[int]) -> Callable[[], None]:
-    """Record the preemption signal in ``received`` instead of letting submitit exit mid-iteration.
+def catch(note: Callable[[int], None]) -> Callable[[], None]:
+    """Pass the preemption signal to ``note`` instead of letting submitit exit mid-iteration.
     Returns a function that reinstates submitit's handler."""
     sig = preemption_signal()
     if sig is None:
         return lambda: None
     try:
-        previous = signal.signal(sig, lambda signum, frame: received.append(signum))
+        previous = signal.signal(sig, lambda signum, frame: note(signum))
     except ValueError:  # not the main thread
         return lambda: None
     return lambda: signal.signal(sig, previous)

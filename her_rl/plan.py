@@ -1,0 +1,156 @@
+"""A checked training run: what to run, in which folder, from which checkpoint.
+
+:func:`plan_run` makes every check of a run before anything is built or written (it only reads):
+the values and the env's spaces, the run folder (writable, not held by a live run, holding a
+checkpoint only if ``resume`` asks for one), and the checkpoint to resume with the saved config
+merged with this command's. :meth:`Plan.take_folder` then locks the folder for the run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from her_rl import checkpoint, requeue, rundir, video
+from her_rl.config import check, interpolations, resolved
+from her_rl.envs.custom import import_env_module, import_given
+from her_rl.errors import ConfigError
+from her_rl.registry import EnvSpaces
+from her_rl.resume import merge
+from her_rl.rundir import CHECKPOINT, CONFIG, RESULTS
+from her_rl.schema import TOP
+
+
+@dataclass
+class Plan:
+    """A checked training run. ``config`` is the run's one config, resolved to plain containers
+    (the saved one merged with this command's on resume); ``saved`` the checkpoint it resumes."""
+
+    config: dict[str, Any]
+    out: Path
+    spaces: EnvSpaces
+    overrides: list[str] | None
+    saved: dict[str, Any] | None = None
+    changes: dict[str, list] = field(default_factory=dict)
+    ckpt_stamp: tuple[int, int] | None = None
+    lock: rundir.RunLock | None = None
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.out / CHECKPOINT
+
+    @cached_property
+    def yaml(self) -> str:
+        """The config as ``config.yaml`` and TensorBoard's Text tab show it."""
+        return OmegaConf.to_yaml(self.config)
+
+    def take_folder(self) -> None:
+        """Lock the run folder (creating it) once every check passed, and clear what killed writes
+        left there; the folder is this run's from here on."""
+        if self.lock is None:
+            try:
+                self.lock = rundir.RunLock.acquire(self.out)
+            except OSError as exc:
+                raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
+            if _stamp(self.checkpoint) != self.ckpt_stamp:  # another run wrote there between our checks and the lock
+                raise ConfigError(f"run folder {self.out} changed while this run was starting (another run wrote "
+                                  "a checkpoint there); check it, then pass resume=true or pick another folder")
+        self.lock.mark_owner()
+        for name in (CHECKPOINT, CONFIG, RESULTS):  # temp files of writes a killed run left behind
+            checkpoint.remove_stale_temps(self.out / name)
+
+    def record_start(self, env_steps: int) -> None:
+        """``config.yaml`` and the history line of this start (or resume)."""
+        try:
+            checkpoint.write_atomic_text(self.out / CONFIG, self.yaml)
+            rundir.record(self.out, "resume" if self.saved else "start", env_steps=env_steps,
+                          overrides=self.overrides, changed=self.changes)
+        except OSError as exc:
+            raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+
+
+def given_overrides(overrides: list[str] | None) -> list[str] | None:
+    """The keys given on the command line: these, or Hydra's when called inside a Hydra job."""
+    if overrides is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            return list(HydraConfig.get().overrides.task)
+    return None if overrides is None else list(overrides)
+
+
+def _out_dir(cfg: dict[str, Any], out_dir: str | Path | None) -> Path:
+    if out_dir is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            return Path(HydraConfig.get().runtime.output_dir)
+        return rundir.default_dir(cfg["algo"]["name"], cfg["env"]["name"], cfg["seed"])
+    return Path(out_dir)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _check_writable(out: Path) -> None:
+    """Refuse up front a run folder that could not be created or written (a file in the way, no
+    permission), instead of failing after the run was set up."""
+    target = out if out.exists() else next(p for p in out.absolute().parents if p.exists())
+    if not target.is_dir():
+        raise ConfigError(f"cannot use run folder {out}: {target} is not a folder")
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot use run folder {out}: no permission to write in {target}")
+
+
+def _check_resume(out: Path, stamp: tuple[int, int] | None, mode: Any) -> None:
+    """A checkpoint in the folder only with resume (or a requeued job); resume=true needs one."""
+    if stamp is not None and mode is False and not requeue.requeued(out):  # a requeued job resumes
+        raise ConfigError(f"{out} already holds a checkpoint; pass resume=true to continue that run "
+                          "(resume=auto: continue if there is one), or use a new folder")
+    if stamp is None and mode is True:
+        what = "does not exist" if not out.is_dir() else (
+            "holds no checkpoint (the run stopped before its first one; resume=auto starts it afresh)"
+            if (out / CONFIG).exists() else "holds no checkpoint")
+        raise ConfigError(f"resume=true: run folder {out} {what}")
+
+
+def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None,
+             overrides: list[str] | None = None) -> Plan:
+    """Every check of a training run, before anything is built or written (it only reads)."""
+    current = resolved(cfg)
+    TOP["resume"].check("resume", current.get("resume"))
+    video.refuse_without_load(current, overrides)
+    import_given(overrides)  # env.id=module:Env-v0 given by the user: import the module that registers it
+    out = _out_dir(current, out_dir)
+    _check_writable(out)
+    lock = rundir.RunLock.probe(out) if out.is_dir() else None  # an existing folder: refuse at once if live
+    try:
+        stamp = _stamp(out / CHECKPOINT)
+        _check_resume(out, stamp, current["resume"])
+        if stamp is None:
+            return Plan(current, out, check(current, interpolations(cfg)), overrides, ckpt_stamp=None, lock=lock)
+        saved = checkpoint.load(out / CHECKPOINT)
+        import_env_module(saved["config"]["env"]["id"])  # the user resumes their own run: its env's module
+        config, changes = merge(saved["config"], current, overrides)
+        return Plan(config, out, check(config), overrides, saved, changes, stamp, lock)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+__all__ = ["Plan", "given_overrides", "plan_run"]

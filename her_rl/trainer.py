@@ -1,0 +1,234 @@
+"""The training loop of one run, as an object whose attributes are the run's state.
+
+Iteration by iteration: train, count, guard against non-finite values, log, evaluate greedily
+when due (every ``eval.every_env_steps`` env steps, else every ``eval.every_iterations``
+iterations), checkpoint every ``checkpoint.every_s`` seconds (a fresh run after its first
+iteration). It stops at the env-step or wall-time budget, once solved (``eval.stop_when_solved``)
+or at the end of the iteration in which a signal came (:mod:`her_rl.signals`), then evaluates the
+final policy and writes the final checkpoint.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from her_rl import checkpoint
+from her_rl.agent import IterationResult
+from her_rl.envs import make_vec
+from her_rl.errors import NonFiniteError
+from her_rl.evaluation import eval_seed, evaluate
+from her_rl.guard import Guard
+from her_rl.logger import RunLogger, final_metrics, hparams_of
+from her_rl.plan import Plan
+from her_rl.progress import Progress, clear_line, job_label
+from her_rl.results import results_of
+from her_rl.signals import StopSignals
+
+
+@dataclass
+class RunState:
+    """The run's counters: saved in every checkpoint (as ``runner``), restored on resume."""
+
+    env_steps: int = 0
+    iteration: int = 0
+    wall_time_s: float = 0.0
+    episodes: int = 0
+    eval: dict[str, float] | None = None
+    """The last greedy evaluation."""
+    solved: bool = False
+    """Solved with ``eval.stop_when_solved``: the loop ends."""
+    solved_at_env_steps: int | None = None
+    """The env step of the first evaluation that reached the threshold."""
+
+    @classmethod
+    def restore(cls, saved: dict[str, Any]) -> RunState:
+        return cls(**{f.name: saved[f.name] for f in fields(cls) if f.name in saved})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def eval_due(eval_cfg: dict[str, Any], iteration: int, step: int, steps_this_iteration: int) -> bool:
+    """Every ``every_env_steps`` env steps (the first iteration that crosses a multiple) when set,
+    else every ``every_iterations`` iterations."""
+    every = eval_cfg.get("every_env_steps")
+    if every:
+        return step // every > (step - steps_this_iteration) // every
+    return iteration % eval_cfg["every_iterations"] == 0
+
+
+def is_solved(eval_cfg: dict[str, Any], goal_env: bool, result: dict[str, float]) -> bool:
+    if goal_env:
+        return result["success_rate"] >= eval_cfg["success_threshold"]
+    threshold = eval_cfg["return_threshold"]
+    return threshold is not None and result["return"] >= threshold
+
+
+def log_iteration(logger: RunLogger, result: IterationResult, step: int, sps: float) -> dict[str, float]:
+    charts = dict(result.metrics)
+    charts["charts/SPS"] = sps
+    if result.episode_returns:
+        charts["charts/episodic_return"] = float(np.mean(result.episode_returns))
+        charts["charts/episodic_length"] = float(np.mean(result.episode_lengths))
+    if result.episode_successes:
+        charts["charts/success_rate"] = float(np.mean(result.episode_successes))
+    logger.scalars(charts, step)
+    return charts
+
+
+def warn(message: str) -> None:
+    clear_line()  # a warning starts on a clean line, not after the progress bar
+    print(f"her-run: warning: {message}", file=sys.stderr, flush=True)
+
+
+class Trainer:
+    """One planned run's loop; the folder must be taken (:meth:`Plan.take_folder`) first.
+
+    Besides ``state`` (:class:`RunState`): ``saved_at``, the env step of the last checkpoint
+    written (None before the first); ``evaluated_at``, the iteration of the last evaluation;
+    ``skips_in_row``, iterations skipped in a row by ``guard.nonfinite=skip``.
+    """
+
+    def __init__(self, plan: Plan, agent: Any, state: RunState):
+        config = plan.config
+        self.plan, self.agent, self.state, self.config = plan, agent, state, config
+        self.goal_env = plan.spaces.goal_env
+        self.score = "success_rate" if self.goal_env else "return"  # what the progress line shows
+        self.budget, self.wall_budget = int(config["budget"]["env_steps"]), config["budget"]["wall_time_s"]
+        self.eval_envs = make_vec(config["env"], int(config["eval"]["episodes"]), seed=int(config["seed"]))
+        guard_cfg = config.get("guard") or {}
+        self.guard = Guard(agent, keep_last_good=guard_cfg.get("nonfinite", "stop") == "skip")
+        self.max_skips, self.skips_in_row = int(guard_cfg.get("max_skips", 10)), 0
+        self.saved_at = state.env_steps if plan.saved is not None else None
+        self.save_failing = False  # the last checkpoint write failed (warned once per streak)
+        self.evaluated_at = state.iteration if state.eval is not None else -1
+        self.logger = RunLogger(plan.out, start_step=state.env_steps + 1 if state.env_steps else 0)
+        label, parallel = job_label(config["algo"]["name"], config["env"]["name"])
+        self.progress = Progress(self.budget, self.wall_budget, step=state.env_steps, elapsed=state.wall_time_s,
+                                 label=label, enabled=bool(config["progress"]), plain=parallel)
+        self.logger.config(plan.yaml)
+        self.signals = StopSignals()
+        self.start = self.last_ckpt = 0.0
+
+    def train(self) -> bool:
+        """Train until a stop, evaluate, checkpoint; returns whether the final checkpoint was written."""
+        ended, saved = "stopped", True  # how the progress display ends: set once the run ends normally
+        with self.signals:
+            try:
+                self.start = time.perf_counter() - self.state.wall_time_s
+                # a fresh run checkpoints after its first iteration, so an early kill loses little
+                self.last_ckpt = time.perf_counter() if self.plan.saved is not None else -float("inf")
+                self._loop()
+                ended = self._finish()
+                saved = self.save(final=True)
+            finally:
+                self.progress.close(ended)
+                self.logger.close()
+                self.eval_envs.close()
+        return saved
+
+    def _loop(self) -> None:
+        s, every_s = self.state, self.config["checkpoint"]["every_s"]
+        while s.env_steps < self.budget and not s.solved and not self.signals.received:
+            if self.wall_budget is not None and time.perf_counter() - self.start >= self.wall_budget:
+                break
+            result = self.agent.train_iteration()
+            s.env_steps += result.env_steps
+            s.iteration += 1
+            s.episodes += len(result.episode_returns)
+            s.wall_time_s = time.perf_counter() - self.start
+            if not self._finite(result):
+                continue
+            charts = log_iteration(self.logger, result, s.env_steps, s.env_steps / max(s.wall_time_s, 1e-9))
+            shown = {"train": charts.get("charts/success_rate" if self.goal_env else "charts/episodic_return")}
+            if eval_due(self.config["eval"], s.iteration, s.env_steps, result.env_steps):
+                shown["eval"] = self.evaluate()
+            s.wall_time_s = time.perf_counter() - self.start
+            self.progress.update(s.env_steps, s.wall_time_s, **shown)
+            if time.perf_counter() - self.last_ckpt >= every_s:
+                self.save()
+                self.last_ckpt = time.perf_counter()
+
+    def _finish(self) -> str:
+        """The final evaluation (unless the last iteration had one) and the HParams entry; returns
+        how the run ended, in the progress display's words."""
+        s = self.state
+        if self.evaluated_at != s.iteration and not self.signals.received:
+            self.evaluate(may_stop=False)
+        s.wall_time_s = time.perf_counter() - self.start
+        if s.eval is not None:
+            self.progress.update(s.env_steps, s.wall_time_s, eval=s.eval[self.score])
+        ended = ("stopped" if self.signals.received else "solved" if s.solved
+                 else "done" if s.env_steps >= self.budget else "time up")
+        if not self.signals.received:
+            self.logger.hparams(hparams_of(self.config, self.plan.overrides), final_metrics(self.results()))
+        return ended
+
+    def evaluate(self, may_stop: bool = True) -> float:
+        """Evaluate greedily now, log it, keep it as the last evaluation and note when the run first
+        solves (which ends the loop with ``eval.stop_when_solved`` if ``may_stop``); returns its score."""
+        s, eval_cfg = self.state, self.config["eval"]
+        s.eval = evaluate(self.agent, self.eval_envs, eval_seed(int(self.config["seed"]), s.iteration))
+        self.evaluated_at = s.iteration
+        self.logger.scalars({f"eval/{k}": v for k, v in s.eval.items()}, s.env_steps)
+        if s.solved_at_env_steps is None and is_solved(eval_cfg, self.goal_env, s.eval):
+            s.solved_at_env_steps = s.env_steps
+            s.solved = may_stop and bool(eval_cfg["stop_when_solved"])
+        return s.eval[self.score]
+
+    def _finite(self, result: IterationResult) -> bool:
+        """Whether the iteration's metrics and networks are finite; if not, stop the run or (with
+        ``guard.nonfinite=skip``) restore the last good networks and skip the iteration."""
+        bad = self.guard.find_nonfinite(result.metrics)
+        if bad is None:
+            self.skips_in_row = 0
+            self.guard.remember_good()
+            return True
+        s = self.state
+        where = f"non-finite {bad} in iteration {s.iteration} (env step {s.env_steps:,})"
+        if not self.guard.keep_last_good:
+            raise NonFiniteError(f"{where}; training stopped without saving it, {self._kept()}")
+        self.guard.restore_good()
+        self.skips_in_row += 1
+        if self.skips_in_row >= self.max_skips:
+            raise NonFiniteError(f"{where}, {self.skips_in_row} iterations in a row (guard.max_skips); training "
+                                 f"stopped, {self._kept()}")
+        warn(f"{where}; update skipped, networks restored to the last good iteration")
+        self.progress.update(s.env_steps, s.wall_time_s)
+        return False
+
+    def _kept(self) -> str:
+        if self.saved_at is None:
+            return "no checkpoint had been written yet"
+        return f"the last good checkpoint {self.plan.checkpoint} (env step {self.saved_at:,}) is kept"
+
+    def save(self, final: bool = False) -> bool:
+        """Write the checkpoint atomically. A failed write keeps the previous one and warns (once
+        per failure streak, and always at the end); returns whether it was written."""
+        agent_state = self.agent.state_dict()
+        if not self.config["checkpoint"]["save_replay"]:
+            agent_state.pop("memory", None)
+        path = self.plan.checkpoint
+        try:
+            checkpoint.save({"agent": agent_state, "runner": self.state.to_dict(), "rng": checkpoint.rng_state(),
+                             "config": self.config}, path)
+        except OSError as exc:
+            if final or not self.save_failing:
+                kept = (f"the previous checkpoint (env step {self.saved_at:,}) is kept" if self.saved_at is not None
+                        else "no checkpoint has been written yet")
+                warn(f"could not write checkpoint {path} ({exc.strerror or exc}); {kept}")
+            self.save_failing = True
+            return False
+        self.saved_at, self.save_failing = self.state.env_steps, False
+        return True
+
+    def results(self) -> dict[str, Any]:
+        return results_of(self.config, self.state, self.goal_env, self.plan.checkpoint)
+
+
+__all__ = ["RunState", "Trainer", "eval_due", "is_solved"]
