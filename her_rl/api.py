@@ -29,7 +29,7 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from her_rl.cli import _check_group_names as check_group_names, hydra_message
+    from her_rl.cli import check_group_names, hydra_message
     from her_rl.errors import ConfigError
     from her_rl.runner import compose, run
 

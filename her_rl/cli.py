@@ -48,7 +48,7 @@ def _check_tuned_name(name: str) -> None:
         raise ConfigError(f"unknown tuned file '{name}'; valid choices: {', '.join(names)}")
 
 
-def _check_group_names(overrides: list[str]) -> None:
+def check_group_names(overrides: list[str]) -> None:
     """Reject unknown algo/env/tuned names with one line listing the choices, before Hydra composes
     (sweeps included: ``algo=ppo,reinforce``, ``env=choice(cartpole,nope)``)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -256,7 +256,7 @@ def main() -> None:
         return
     overrides = [a for a in argv if a not in _RUN_FLAGS]
     try:
-        _check_group_names(overrides)
+        check_group_names(overrides)
         import_given(overrides)  # env.id=module:Env-v0: the module the user named registers the env
         load = _preflight(argv)
     except ConfigError as exc:
@@ -269,4 +269,4 @@ def main() -> None:
     _hydra_main()
 
 
-__all__ = ["main", "hydra_message", "optuna_settings"]
+__all__ = ["main", "check_group_names", "hydra_message", "optuna_settings"]

@@ -19,8 +19,6 @@ from her_rl import schema
 from her_rl.errors import ConfigError, one_line
 from her_rl.registry import EnvSpaces, check_pairing
 
-GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
-
 
 def resolved(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
     """The config as plain containers with every interpolation resolved."""
@@ -50,14 +48,6 @@ def _probe_failure(env: dict[str, Any], exc: ConfigError) -> ConfigError:
     return ConfigError(f"cannot make env '{env_id}' with env.kwargs={kwargs}: {one_line(cause)}")
 
 
-def _goal_carrier(envs: Any) -> Any:
-    """What holds ``compute_reward``: a batched env itself, else its first copy (unwrapped)."""
-    if hasattr(envs, "compute_reward"):
-        return envs
-    copies = getattr(envs, "envs", None)
-    return copies[0].unwrapped if copies else envs
-
-
 def probe_env(env: dict[str, Any]) -> EnvSpaces:
     """Build the env of the ``env`` group as training builds it (``her_rl.envs.make_vec``, one
     copy), read its spaces, close it.
@@ -71,6 +61,7 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
     from her_rl.envs import make_vec
     from her_rl.envs.custom import registered_id
     from her_rl.envs.fetch import ensure_registered
+    from her_rl.rl.goal import GOAL_KEYS, goal_carrier
 
     ensure_registered(env["id"], env.get("name"))  # Fetch ids: gymnasium-robotics registers them, or one line
     # Only registered ids, never an import here: a "module:Env-v0" id's module must already be imported.
@@ -84,7 +75,7 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
     try:
         obs, act = made.single_observation_space, made.single_action_space
         goal = (isinstance(obs, spaces.Dict) and all(k in obs.spaces for k in GOAL_KEYS)
-                and callable(getattr(_goal_carrier(made), "compute_reward", None)))
+                and callable(getattr(goal_carrier(made), "compute_reward", None)))
     finally:
         made.close()
     if len(_PROBED) >= 32:

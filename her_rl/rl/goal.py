@@ -44,7 +44,7 @@ class GoalEnvSpec:
     """The env's rule for ending an episode at a goal; None: it never ends early (Fetch, push)."""
 
 
-def _unwrapped_env(envs: gym.vector.VectorEnv) -> Any:
+def goal_carrier(envs: gym.vector.VectorEnv) -> Any:
     """The object carrying compute_reward: a batched env itself, or the first copy of a loop."""
     if hasattr(envs, "compute_reward"):
         return envs
@@ -73,7 +73,7 @@ def goal_env_spec(envs: gym.vector.VectorEnv, env_cfg: dict[str, Any], algo: str
     """What a hindsight learner needs from ``envs``; a ConfigError names what is missing."""
     name = f"'{env_cfg.get('name')}' ({env_cfg.get('id')})"
     space = envs.single_observation_space
-    env = _unwrapped_env(envs)
+    env = goal_carrier(envs)
     if not isinstance(space, spaces.Dict) or not set(GOAL_KEYS) <= set(space.spaces) or not hasattr(env, "compute_reward"):
         raise ConfigError(f"algo '{algo}' needs a goal-conditioned env (Dict observation with observation/"
                           f"achieved_goal/desired_goal and compute_reward); {name} has none")
