@@ -10,6 +10,7 @@ __all__ = ["ElementwiseQ", "mlp"]
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU,
                 "leaky_relu": nn.LeakyReLU, "silu": nn.SiLU}
+ACTIVATIONS = tuple(sorted(_ACTIVATIONS))  # the names mlp() takes (config rule: her_rl.rules.ACTIVATION)
 
 
 def _activation_cls(activation) -> type:

@@ -1,0 +1,122 @@
+"""Value rules: what one config key may be, and the check that names the key when it is not.
+
+A rule names the allowed values (``an integer in [1, 4096]``); a violation is a ConfigError of one
+line naming the key, the value and what is allowed. Types are strict: ``k=1.5`` is refused rather
+than truncated, ``maybe`` is not a boolean, ``1e6`` is a float (write ``1000000``).
+
+Each rule is written once, next to what it configures: an algorithm class declares ``RULES`` (its
+config keys) and, where keys constrain each other, a ``check_values`` classmethod; an env module
+declares the rules of its constructor arguments. ``her_rl.schema`` reads them for the command line,
+the constructors call them for Python callers, and the docs' configuration page is generated from them.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from her_rl.errors import ConfigError
+
+MAX_SEED = 2**32 - 1  # numpy's SeedSequence and torch both take seeds in [0, 2**32 - 1] here
+MAX_ENVS = 4096  # parallel env copies (num_envs, eval.episodes, episodes per cycle)
+
+
+def show(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+class RuleError(ConfigError):
+    """A value outside its rule; ``source`` names the interpolation it came from, if any."""
+
+    def __init__(self, key: str, value: Any, allowed: str, source: str | None = None):
+        self.key, self.value, self.allowed = key, value, allowed
+        origin = f" (from {source})" if source else ""
+        super().__init__(f"{key}={show(value)}{origin} is not allowed: {key} must be {allowed}")
+
+    def from_source(self, source: str) -> RuleError:
+        return RuleError(self.key, self.value, self.allowed, source)
+
+
+@dataclass(frozen=True)
+class Rule:
+    allowed: str
+    """What is allowed, as it reads after "must be"."""
+    ok: Callable[[Any], bool]
+
+    def check(self, key: str, value: Any) -> None:
+        if not self.ok(value):
+            raise RuleError(key, value, self.allowed)
+
+
+def check_values(rules: Mapping[str, Rule], values: Mapping[str, Any], prefix: str = "algo.") -> None:
+    """Check every key of ``values`` that has a rule (keys without one are the caller's business)."""
+    for key, value in values.items():
+        if key in rules:
+            rules[key].check(f"{prefix}{key}", value)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def integer(lo: int | None = None, hi: int | None = None) -> Rule:
+    if hi is not None:
+        text = f"an integer in [{lo}, {hi}]"
+    else:
+        text = "an integer" if lo is None else f"an integer >= {lo}"
+    return Rule(text, lambda v: _is_int(v) and (lo is None or v >= lo) and (hi is None or v <= hi))
+
+
+def real(lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False) -> Rule:
+    if lo is not None and hi is not None:
+        text = f"a number in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
+    elif lo is not None:
+        text = f"a finite number {'>' if lo_open else '>='} {lo}"
+    else:
+        text = "a finite number"
+
+    def ok(v: Any) -> bool:
+        if not _is_real(v):
+            return False
+        if lo is not None and (v <= lo if lo_open else v < lo):
+            return False
+        return hi is None or (v < hi if hi_open else v <= hi)
+    return Rule(text, ok)
+
+
+def optional(rule: Rule) -> Rule:
+    return Rule(f"null or {rule.allowed}", lambda v: v is None or rule.ok(v))
+
+
+def choice(*values: Any) -> Rule:
+    # compare type too: 1 == True in Python, but `resume=1` is not `resume=true`
+    text = "one of " + ", ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in values)
+    return Rule(text, lambda v: any(type(v) is type(c) and v == c for c in values))
+
+
+BOOL = Rule("true or false", lambda v: isinstance(v, bool))
+POSITIVE = real(0, lo_open=True)
+NON_NEGATIVE = real(0)
+UNIT_OPEN_CLOSED = real(0, 1, lo_open=True)  # (0, 1]: discounts, decays, fractions that must be > 0
+UNIT = real(0, 1)  # [0, 1]
+COUNT = integer(1)
+SEED = integer(0, MAX_SEED)
+TEXT = Rule("a non-empty string", lambda v: isinstance(v, str) and v != "")
+HIDDEN = Rule("a non-empty list of positive integers, e.g. [64, 64]",
+              lambda v: isinstance(v, (list, tuple)) and len(v) > 0 and all(_is_int(h) and h >= 1 for h in v))
+GRAD_NORM = optional(POSITIVE)  # a negative max norm would flip the gradient's sign in torch
+
+
+def _activation_rule() -> Rule:
+    from her_rl.rl.nets import ACTIVATIONS
+
+    return choice(*ACTIVATIONS)
+
+
+ACTIVATION = _activation_rule()
