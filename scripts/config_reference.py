@@ -186,7 +186,7 @@ def _top_section(defaults: dict[str, Any]) -> list[str]:
 
 def _algo_sections() -> list[str]:
     from her_rl.registry import ALGOS, accepted_params
-    from her_rl.schema import ALGO_SCHEMAS
+    from her_rl.schema import algo_rules
 
     lines = ["## Algorithms: `algo.*` {#algo}", "",
              "Each `her_rl/conf/algo/NAME.yaml`; the defaults below are the file's own, before a "
@@ -194,12 +194,12 @@ def _algo_sections() -> list[str]:
              "take is refused, naming the ones it does.", ""]
     for name in ALGOS:
         text = _read(CONF / "algo" / f"{name}.yaml")
-        keys, schema = yaml_keys(text), ALGO_SCHEMAS[name]
+        keys, rules = yaml_keys(text), algo_rules(name)
         values = _compose([f"algo={name}", "~tuned"])["algo"]
         order = [k for k in values if k not in ("name", "_target_")]
         order += [k for k in accepted_params(name) if k not in order]
         rows = [[f"`{k}`", code(values.get(k, "(unset)")),
-                 cell(schema.rules[k].allowed if k in schema.rules else "not range-checked"),
+                 cell(rules[k].allowed if k in rules else "not range-checked"),
                  cell(keys.get(k, ("", ""))[1])] for k in order]
         lines += [f"### `algo={name}` {{#algo-{name}}}", "", cell(header_comment(text)), "",
                   *table(["key", "default", "allowed", "meaning"], rows)]

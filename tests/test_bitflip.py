@@ -58,7 +58,7 @@ def test_compute_reward_is_vectorised():
 
 @pytest.mark.parametrize("n", [0, -3, 2.5, "abc", 10_000])
 def test_bad_number_of_bits_is_rejected(n):
-    with pytest.raises(ValueError, match="number of bits"):
+    with pytest.raises(ValueError, match="n must be an integer in"):
         BitFlipEnv(n=n)
 
 

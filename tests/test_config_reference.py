@@ -4,7 +4,7 @@ import pytest
 from conftest import load_script, unload_script
 
 from her_rl.registry import ALGOS, ENVS
-from her_rl.schema import ALGO_SCHEMAS, ENV_GROUP, TOP
+from her_rl.schema import ENV_GROUP, TOP, algo_rules
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_every_algo_key_has_default_rule_and_meaning(ref, page):
 
     for name in ALGOS:
         cfg = OmegaConf.to_container(compose([f"algo={name}", "~tuned"]).algo, resolve=False)
-        for key, rule in ALGO_SCHEMAS[name].rules.items():
+        for key, rule in algo_rules(name).items():
             _, default, allowed, meaning = _row(page, f"algo-{name}", key)
             assert allowed == rule.allowed.replace("|", "\\|"), (name, key)
             assert meaning, f"algo.{key} of {name} has no comment in her_rl/conf/algo/{name}.yaml"

@@ -13,7 +13,7 @@ from her_rl.algos.her_sac import HerSAC
 from her_rl.algos.her_td3 import HerTD3
 from her_rl.algos.hindsight import cycle_result
 from her_rl.registry import ALGOS, ConfigError, accepted_params
-from her_rl.schema import ALGO_SCHEMAS
+from her_rl.schema import algo_rules
 
 BITFLIP = {"name": "bitflip", "id": "her_rl/BitFlip-v0", "kwargs": {"n": 6}}
 PUSH = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuous", "max_episode_steps": 10}}
@@ -44,7 +44,7 @@ def test_every_hindsight_learner_takes_the_shared_keys_and_has_their_rules():
     hindsight = [name for name, info in ALGOS.items() if info.target.startswith("her_rl.algos.her_")]
     assert sorted(hindsight) == sorted(LEARNERS)
     for name in hindsight:
-        assert set(SHARED) <= set(accepted_params(name)) and set(SHARED) <= set(ALGO_SCHEMAS[name].rules), name
+        assert set(SHARED) <= set(accepted_params(name)) and set(SHARED) <= set(algo_rules(name)), name
 
 
 @pytest.mark.parametrize("name", LEARNERS)

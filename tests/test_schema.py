@@ -127,9 +127,11 @@ def test_shipped_configs_pass(overrides):
 
 
 def test_her_dqn_accepts_constructor_keys_without_a_rule(monkeypatch):
-    rules = dict(schema.ALGO_SCHEMAS["her_dqn"].rules)
-    rules.pop("epsilon")  # as if epsilon were a key added to HerDQN after this schema was written
-    monkeypatch.setitem(schema.ALGO_SCHEMAS, "her_dqn", schema.AlgoSchema(rules))
+    from her_rl.algos.her_dqn import HerDQN
+
+    rules = dict(HerDQN.RULES)
+    rules.pop("epsilon")  # as if epsilon were a key added to HerDQN without a rule
+    monkeypatch.setattr(HerDQN, "RULES", rules)
     validate(compose(["algo.epsilon=7"]))  # passes through unchecked, the constructor has it
     with pytest.raises(ConfigError, match="no parameter"):
         validate(compose(["+algo.epsilonn=0.1"]))

@@ -22,28 +22,18 @@ transition is terminal only where the env's own ``compute_terminated`` says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 import torch
 import torch.nn as nn
 
 from her_rl.algos.hindsight import HindsightLearner, clip_to_return_range, frozen
-from her_rl.rl.nets import mlp
+from her_rl.rl.nets import Critic, mlp
 from her_rl.rl.noise import GaussianNoise, OUNoise
+from her_rl.rules import NON_NEGATIVE, POSITIVE, UNIT, Rule, choice
 
 NOISES = ("gaussian", "ou")
-
-
-class Critic(nn.Module):
-    """Q(x, a): one MLP over the normalised (observation, goal) input and the action in [-1, 1]."""
-
-    def __init__(self, in_dim: int, act_dim: int, hidden: Sequence[int]):
-        super().__init__()
-        self.net = mlp(in_dim + act_dim, 1, hidden, activation="relu")
-
-    def forward(self, x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-        return self.net(torch.cat([x, a], dim=1)).squeeze(1)
 
 
 def deterministic_actor(in_dim: int, act_dim: int, hidden: Sequence[int]) -> nn.Module:
@@ -96,6 +86,10 @@ class HerDDPG(HindsightLearner):
     CONTINUOUS = True
     TARGETS = {"actor": "actor_target", "critic": "critic_target"}
     STATE = ("actor", "actor_target", "critic", "critic_target", "actor_optimizer", "critic_optimizer", "exploration")
+    RULES: ClassVar[dict[str, Rule]] = {  # HER-TD3 inherits these: a deterministic actor explored around
+        **HindsightLearner.RULES, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "random_eps": UNIT,
+        "noise": choice(*NOISES), "noise_eps": NON_NEGATIVE, "action_l2": NON_NEGATIVE,
+    }
 
     actor_lr: float = 1e-3
     critic_lr: float = 1e-3

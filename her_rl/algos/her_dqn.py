@@ -28,15 +28,16 @@ Departures from the paper's bit-flip setup (Andrychowicz et al. 2017), all confi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from her_rl.algos.hindsight import HindsightLearner, clip_to_return_range
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.rl.nets import ElementwiseQ, mlp
+from her_rl.rules import BOOL, POSITIVE, UNIT, Rule, choice
 
 NETWORKS = ("mlp", "elementwise")
 
@@ -48,6 +49,8 @@ class HerDQN(HindsightLearner):
     NAME = "her_dqn"
     TARGETS = {"q": "q_target"}
     STATE = ("q", "q_target", "optimizer")
+    RULES: ClassVar[dict[str, Rule]] = {**HindsightLearner.RULES, "network": choice(*NETWORKS), "lr": POSITIVE,
+                                        "double_dqn": BOOL, "epsilon": UNIT}
 
     hidden: Sequence[int] = (256,)
     network: str = "mlp"

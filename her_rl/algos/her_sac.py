@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-from her_rl.algos.her_ddpg import Critic
 from her_rl.algos.hindsight import HindsightLearner, clip_to_return_range, frozen
 from her_rl.rl.actions import ContinuousAction, NormalPolicyHead
-from her_rl.rl.nets import mlp
+from her_rl.rl.nets import Critic, mlp
+from her_rl.rules import BOOL, POSITIVE, Rule, optional, real
 
 
 class Actor(nn.Module):
@@ -57,6 +57,10 @@ class HerSAC(HindsightLearner):
     TARGETS = {"q1": "q1_target", "q2": "q2_target"}
     STATE = ("actor", "q1", "q2", "q1_target", "q2_target", "actor_optimizer", "critic_optimizer",
              "alpha_optimizer", "log_alpha", "generator")
+    RULES: ClassVar[dict[str, Rule]] = {
+        **HindsightLearner.RULES, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "alpha_lr": POSITIVE,
+        "alpha_init": POSITIVE, "autotune": BOOL, "target_entropy": optional(real()),
+    }
 
     actor_lr: float = 1e-3
     critic_lr: float = 1e-3

@@ -19,11 +19,14 @@ actions (``action_l2``); three hidden layers of 256, as HER-DDPG's, not 400 and 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
-from her_rl.algos.her_ddpg import Critic, HerDDPG, policy_loss
+from her_rl.algos.her_ddpg import HerDDPG, policy_loss
 from her_rl.algos.hindsight import clip_to_return_range, frozen
+from her_rl.rl.nets import Critic
+from her_rl.rules import NON_NEGATIVE, Rule, integer
 
 
 @dataclass(eq=False)
@@ -34,6 +37,8 @@ class HerTD3(HerDDPG):
     TARGETS = {"actor": "actor_target", "q1": "q1_target", "q2": "q2_target"}
     STATE = ("actor", "actor_target", "q1", "q2", "q1_target", "q2_target", "actor_optimizer", "critic_optimizer",
              "exploration", "generator")
+    RULES: ClassVar[dict[str, Rule]] = {**HerDDPG.RULES, "target_noise": NON_NEGATIVE, "noise_clip": NON_NEGATIVE,
+                                        "policy_delay": integer(1, 1000)}
 
     target_noise: float = 0.2
     noise_clip: float = 0.5

@@ -32,7 +32,11 @@ import torch
 import torch.nn.functional as F
 
 from her_rl.agent import IterationResult
+from her_rl.errors import ConfigError
 from her_rl.registry import RUNTIME_ARGS
+from her_rl.rl.her import STRATEGIES
+from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, Rule, check_values,
+                          choice, integer, optional)
 from her_rl.rl.goal import (GoalEnvSpec, GoalInputs, action_space_for, batch_tensors, collect_episodes, goal_env_spec,
                             hindsight_memory, to_env_actions)
 
@@ -48,6 +52,13 @@ class HindsightLearner:
     CONTINUOUS: ClassVar[bool] = False
     TARGETS: ClassVar[dict[str, str]] = {}
     STATE: ClassVar[tuple[str, ...]] = ()
+    RULES: ClassVar[dict[str, Rule]] = {  # what each key below may be; a learner adds its own keys' rules
+        "strategy": choice(*STRATEGIES), "k": integer(0), "random_mix": UNIT, "hidden": HIDDEN,
+        "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT, "episodes_per_cycle": integer(1, MAX_ENVS),
+        "updates_per_cycle": COUNT, "updates_per_step": optional(POSITIVE), "n_step": integer(1, 1000), "polyak": UNIT,
+        "clip_target": BOOL, "grad_clip": GRAD_NORM, "normalize": choice("auto", True, False), "norm_clip": POSITIVE,
+        "precision": choice(*PRECISIONS),
+    }
 
     env: dict[str, Any]
     seed: int = 0
@@ -71,10 +82,16 @@ class HindsightLearner:
     norm_clip: float = 5.0
     precision: str = "float32"
 
-    def __post_init__(self) -> None:
-        from her_rl.schema import check_hindsight  # here: the schema imports the learners for their names
+    @classmethod
+    def check_config(cls, values: dict[str, Any]) -> None:
+        """The rules of the command line, for any caller: one ConfigError naming the key."""
+        check_values(cls.RULES, values)
+        batch, buffer = values.get("batch_size"), values.get("buffer_size")
+        if batch is not None and buffer is not None and batch > buffer:
+            raise ConfigError(f"algo.batch_size={batch} is not allowed: it is larger than algo.buffer_size ({buffer})")
 
-        check_hindsight(self.NAME, self.hyperparameters())
+    def __post_init__(self) -> None:
+        self.check_config(self.hyperparameters())
         self.device = torch.device(self.device)
         self.envs, self.spec = cycle_envs(self.env, self.episodes_per_cycle, self.seed, self.NAME, self.inference)
         self.action_space = action_space_for(self.spec, self.env, self.NAME, self.CONTINUOUS)

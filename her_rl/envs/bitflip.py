@@ -19,7 +19,11 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from her_rl.rules import Rule, integer
+
 MAX_BITS = 4096
+KWARG_RULES: dict[str, Rule] = {"n": integer(1, MAX_BITS)}
+"""What each constructor argument may be (the config's ``n`` and ``env.kwargs`` are checked by these)."""
 
 
 def compute_reward(achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any = None) -> np.ndarray:
@@ -33,8 +37,7 @@ def compute_terminated(achieved_goal: np.ndarray, desired_goal: np.ndarray, info
 
 
 def _check_n(n: Any) -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_BITS:
-        raise ValueError(f"bit-flip needs an integer number of bits 1 <= n <= {MAX_BITS}, got {n!r}")
+    KWARG_RULES["n"].check("n", n)  # a ConfigError, which is a ValueError
     return int(n)
 
 

@@ -24,10 +24,15 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from her_rl.rules import SEED, Rule, integer
+
+MAX_SIZE = 256  # one-hot observations of size**2 floats: 65,536 inputs per env copy at 256
+KWARG_RULES: dict[str, Rule] = {"size": integer(1, MAX_SIZE), "mapping_seed": SEED}
+"""What each constructor argument may be (the config's ``size`` and ``env.kwargs`` are checked by these)."""
+
 
 def _check_size(size) -> int:
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-        raise ValueError(f"deep sea needs an integer size >= 1, got {size!r}")
+    KWARG_RULES["size"].check("size", size)  # a ConfigError, which is a ValueError
     return int(size)
 
 

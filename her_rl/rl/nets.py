@@ -4,9 +4,10 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+import torch
 import torch.nn as nn
 
-__all__ = ["ElementwiseQ", "mlp"]
+__all__ = ["Critic", "ElementwiseQ", "mlp"]
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU,
                 "leaky_relu": nn.LeakyReLU, "silu": nn.SiLU}
@@ -75,3 +76,14 @@ class ElementwiseQ(nn.Module):
         for local, pooled in zip(self.local, self.pooled):
             h = nn.functional.relu(local(h) + pooled(h.mean(1, keepdim=True)))
         return self.head(h).squeeze(-1) + self.pooled_head(h.mean(1))
+
+
+class Critic(nn.Module):
+    """Q(x, a): one MLP over the normalised (observation, goal) input and the action in [-1, 1]."""
+
+    def __init__(self, in_dim: int, act_dim: int, hidden: Sequence[int]):
+        super().__init__()
+        self.net = mlp(in_dim + act_dim, 1, hidden, activation="relu")
+
+    def forward(self, x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat([x, a], dim=1)).squeeze(1)
