@@ -1,0 +1,128 @@
+"""Checkpoint files (her_rl/checkpoint.py): a file that cannot be loaded safely is one line naming
+the file and why, for resume and load= alike; a failed save keeps the previous checkpoint; atomic
+writes leave no temporary files."""
+
+import errno
+import io
+import os
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from her_rl import checkpoint
+from her_rl.checkpoint import CheckpointError
+from her_rl.runner import main
+
+FAST = ["n=4", "progress=false", "eval.every_iterations=1000", "eval.stop_when_solved=false", "eval.episodes=5"]
+
+
+def train(out, *extra, budget=300):
+    return main([*FAST, f"budget.env_steps={budget}", *extra], out_dir=out)
+
+
+def snapshot(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+class _Evil:
+    marker = None
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+@pytest.fixture(scope="module")
+def real_checkpoint(tmp_path_factory):
+    out = tmp_path_factory.mktemp("real") / "run"
+    train(out, budget=100)
+    return (out / "checkpoint.pt").read_bytes()
+
+
+def _bad_file(kind, path, real):
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "truncated":
+        path.write_bytes(real[: len(real) // 2])
+    elif kind == "random":
+        path.write_bytes(np.random.default_rng(0).bytes(5000))
+    elif kind == "malicious":
+        evil = _Evil()
+        evil.marker = path.parent.parent / "pwned"
+        torch.save({"agent": evil, "runner": {}, "rng": {}, "config": {}}, path, pickle_protocol=2)
+    elif kind == "raw_pickle":
+        path.write_bytes(pickle.dumps({"agent": {}, "runner": {}, "rng": {}, "config": {}}))
+    elif kind == "foreign":
+        torch.save({"state_dict": {"w": torch.ones(2)}}, path)
+    elif kind == "agent_of_another_algo":
+        state = torch.load(io.BytesIO(real), weights_only=True)
+        state["agent"] = {"policy": {}}
+        torch.save(state, path)
+
+
+KINDS = {
+    "empty": "the file is empty",
+    "truncated": "not a readable torch file",
+    "random": "not a readable torch file",
+    "malicious": "it refers to io.open; only tensors and plain containers are loaded",
+    "raw_pickle": "not a readable torch file",
+    "foreign": "not a her-rl checkpoint",
+    "agent_of_another_algo": "does not fit algo 'her_dqn'",
+}
+
+
+@pytest.mark.parametrize("mode", ["resume", "load"])
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_bad_checkpoint_files_are_one_line_naming_file_and_why(tmp_path, real_checkpoint, kind, mode):
+    out = tmp_path / "run"
+    out.mkdir()
+    path = out / "checkpoint.pt"
+    _bad_file(kind, path, real_checkpoint)
+    before = snapshot(out)
+    overrides = ["resume=true", "progress=false"] if mode == "resume" else [f"load={path}"]
+    with pytest.raises(CheckpointError) as err:
+        main(overrides, out_dir=out if mode == "resume" else None)
+    text = str(err.value)
+    assert text.startswith(f"cannot load checkpoint {path}: ") and KINDS[kind] in text
+    assert "weights_only=False" not in text and "\n" not in text
+    assert snapshot(out) == before and not (tmp_path / "pwned").exists()
+
+
+def test_missing_load_path_is_one_line(tmp_path):
+    with pytest.raises(CheckpointError, match=r"cannot load checkpoint .*nope\.pt: no such file$"):
+        main([f"load={tmp_path / 'nope.pt'}"])
+
+
+def test_full_disk_keeps_the_previous_checkpoint(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    train(out)
+    before = (out / "checkpoint.pt").read_bytes()
+    for leftover in ("checkpoint.pt.killed1.tmp", "config.yaml.killed2.tmp", "results.json.killed3.tmp"):
+        (out / leftover).write_bytes(b"left by a killed write")
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    capsys.readouterr()
+    main(["resume=true", "budget.env_steps=700", "checkpoint.every_s=0", "progress=false"], out_dir=out)
+    assert (out / "checkpoint.pt").read_bytes() == before
+    assert not list(out.glob("*.tmp"))
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "could not write checkpoint" in line]
+    assert len(warnings) == 2  # the first failure of the streak, and the final save
+    assert all("No space left on device" in w and "the previous checkpoint (env step 3" in w for w in warnings)
+
+
+def test_atomic_text_writes_use_unique_temp_files(tmp_path, monkeypatch):
+    temps, replace = [], os.replace
+
+    def spy(src, dst):
+        temps.append(os.path.basename(src))
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", spy)
+    for text in ("a", "b"):
+        checkpoint.write_atomic_text(tmp_path / "results.json", text)
+    assert len(set(temps)) == 2 and (tmp_path / "results.json").read_text() == "b"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]

@@ -1,0 +1,66 @@
+"""The non-finite guard (her_rl/guard.py): a NaN/inf in a loss or in the networks stops the run in
+the iteration it appears, keeping the last good checkpoint, or with guard.nonfinite=skip restores
+the last good networks and goes on, up to guard.max_skips in a row."""
+
+import pytest
+import torch
+
+from her_rl import checkpoint
+from her_rl.guard import NonFiniteError
+from her_rl.runner import main
+
+FAST = ["n=4", "progress=false", "eval.every_iterations=1000", "eval.stop_when_solved=false", "eval.episodes=5"]
+
+
+def train(out, *extra, budget=300):
+    return main([*FAST, f"budget.env_steps={budget}", *extra], out_dir=out)
+
+
+def _poison_at(monkeypatch, iteration, how):
+    from her_rl.algos.her_dqn import HerDQN
+
+    original, calls = HerDQN.train_iteration, []
+
+    def poisoned(self):
+        result = original(self)
+        calls.append(1)
+        if len(calls) in iteration:
+            if how == "loss":
+                result.metrics["losses/td_loss"] = float("nan")
+            else:
+                with torch.no_grad():
+                    self.q[0].weight.fill_(float("inf"))
+        return result
+    monkeypatch.setattr(HerDQN, "train_iteration", poisoned)
+
+
+@pytest.mark.parametrize("how, what", [("loss", "losses/td_loss = nan"), ("weights", "parameter q.0.weight")])
+def test_nonfinite_stops_in_the_iteration_it_appears_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch,
+                                                                                         how, what):
+    _poison_at(monkeypatch, {3}, how)
+    out = tmp_path / "run"
+    with pytest.raises(NonFiniteError, match=rf"non-finite {what} in iteration 3 .*last good checkpoint"):
+        train(out, "checkpoint.every_s=0", budget=5000)
+    saved = checkpoint.load(out / "checkpoint.pt")
+    assert saved["runner"]["iteration"] == 2  # the bad state was not saved
+    assert all(torch.isfinite(t).all() for t in saved["agent"]["q"].values())
+    assert not (out / "results.json").exists()
+
+
+def test_nonfinite_from_a_huge_learning_rate(tmp_path):
+    with pytest.raises(NonFiniteError, match="in iteration 1 .*no checkpoint had been written yet"):
+        train(tmp_path / "run", "algo.lr=1e30", budget=5000)
+
+
+def test_guard_skip_restores_the_last_good_networks(tmp_path, monkeypatch, capsys):
+    _poison_at(monkeypatch, {3}, "weights")
+    results = train(tmp_path / "run", "guard.nonfinite=skip", budget=600)
+    assert "update skipped" in capsys.readouterr().err
+    saved = checkpoint.load(tmp_path / "run" / "checkpoint.pt")
+    assert all(torch.isfinite(t).all() for t in saved["agent"]["q"].values())
+    assert results["env_steps"] >= 600
+
+
+def test_guard_skip_gives_up_after_max_skips(tmp_path):
+    with pytest.raises(NonFiniteError, match="2 iterations in a row"):
+        train(tmp_path / "run", "algo.lr=1e30", "guard.nonfinite=skip", "guard.max_skips=2", budget=5000)

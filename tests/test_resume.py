@@ -1,0 +1,154 @@
+"""Resume by folder and load= (her_rl/resume.py): the saved config plus safe changes, refusals that
+write nothing, and a crashed run that resumes to the same result as one that never stopped."""
+
+import json
+import os
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from her_rl import checkpoint
+from her_rl.registry import ConfigError
+from her_rl.runner import main
+
+FAST = ["n=4", "progress=false", "eval.every_iterations=1000", "eval.stop_when_solved=false", "eval.episodes=5"]
+
+
+def train(out, *extra, budget=300):
+    return main([*FAST, f"budget.env_steps={budget}", *extra], out_dir=out)
+
+
+def tb_steps(out, tag="charts/SPS"):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(out / "tb"), size_guidance={"scalars": 0})
+    acc.Reload()
+    return [e.step for e in acc.Scalars(tag)]
+
+
+def snapshot(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+def crash_in_iteration(monkeypatch, n):
+    """HerDQN's n-th training iteration (counted from now, over every run) raises, as a crash would."""
+    from her_rl.algos.her_dqn import HerDQN
+
+    original, calls = HerDQN.train_iteration, []
+
+    def crashing(self):
+        calls.append(1)
+        if len(calls) == n:
+            raise RuntimeError("simulated crash")
+        return original(self)
+
+    monkeypatch.setattr(HerDQN, "train_iteration", crashing)
+
+
+def test_resume_by_folder_takes_the_saved_config(tmp_path, capsys):
+    out = tmp_path / "run"
+    first = train(out, "n=5", "algo.lr=0.002", "seed=3")
+    capsys.readouterr()
+    resumed = main(["resume=true", "budget.env_steps=700", "progress=false"], out_dir=out)
+    assert resumed["n"] == 5 and resumed["seed"] == 3 and resumed["env_steps"] >= 700 > first["env_steps"]
+    saved = OmegaConf.load(out / "config.yaml")
+    assert saved.algo.lr == 0.002 and saved.n == 5 and saved.budget.env_steps == 700
+    assert f"at env step {first['env_steps']:,}; changed: budget.env_steps: 300 -> 700" in capsys.readouterr().out
+    history = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
+    assert [h["event"] for h in history] == ["start", "resume"]
+    assert history[1]["changed"] == {"budget.env_steps": [300, 700]}
+    # retyping the original overrides is a no-op, not a change
+    again = main([*FAST, "n=5", "algo.lr=0.002", "seed=3", "budget.env_steps=700", "resume=true"], out_dir=out)
+    assert again["env_steps"] == resumed["env_steps"]
+
+
+@pytest.mark.parametrize("changed, key", [
+    (["algo.lr=0.5"], "algo.lr"),
+    (["n=5"], "n"),
+    (["seed=1"], "seed"),
+    (["algo.strategy=final"], "algo.strategy"),
+    (["algo.hidden=[32]"], "algo.hidden"),
+    (["env=gym", "env.id=her_rl/BitFlip-v0"], "env"),
+    (["env.id=CartPole-v1"], "env.id"),
+    (["+env.kwargs.foo=1"], "env.kwargs.foo"),
+    (["algo=ppo"], "algo"),
+])
+def test_resume_refuses_a_changed_experiment_and_writes_nothing(tmp_path, changed, key):
+    out = tmp_path / "run"
+    train(out)
+    before = snapshot(out)
+    with pytest.raises(ConfigError, match=rf"^cannot resume: the checkpoint was trained with {key}=.*, this run "
+                                          rf"asks for {key}="):
+        main(["resume=true", "progress=false", *changed], out_dir=out)
+    assert snapshot(out) == before  # config.yaml, history, checkpoint untouched
+
+
+def test_resume_auto_starts_fresh_then_continues(tmp_path, capsys):
+    out = tmp_path / "job"
+    fresh = main([*FAST, "budget.env_steps=200", "resume=auto"], out_dir=out)
+    assert "resume=auto: no checkpoint" in capsys.readouterr().out
+    more = main([*FAST, "budget.env_steps=400", "resume=auto"], out_dir=out)
+    assert "resumed from" in capsys.readouterr().out and more["env_steps"] > fresh["env_steps"]
+
+
+@pytest.mark.parametrize("prepare, message", [
+    (lambda out: None, "does not exist"),
+    (lambda out: out.mkdir(), "holds no checkpoint"),
+    (lambda out: (out.mkdir(), (out / "config.yaml").write_text("n: 4\n")), "resume=auto starts it afresh"),
+])
+def test_resume_true_never_restarts_silently(tmp_path, prepare, message):
+    out = tmp_path / "run"
+    prepare(out)
+    listing = sorted(os.listdir(tmp_path))
+    with pytest.raises(ConfigError, match=message):
+        main(["resume=true", "progress=false"], out_dir=out)
+    assert sorted(os.listdir(tmp_path)) == listing
+
+
+def test_crash_after_the_first_checkpoint_resumes_without_duplicate_steps(tmp_path, monkeypatch):
+    """The first checkpoint comes after the first iteration (not after checkpoint.every_s); what
+    the crashed run logged after it is purged from TensorBoard on resume."""
+    out = tmp_path / "run"
+    crash_in_iteration(monkeypatch, 4)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train(out, "checkpoint.every_s=3600", budget=5000)
+    monkeypatch.undo()
+    saved = checkpoint.load(out / "checkpoint.pt")
+    assert saved["runner"]["iteration"] == 1 and saved["runner"]["env_steps"] > 0
+    assert len(tb_steps(out)) == 3  # iterations 2 and 3 were logged after that checkpoint
+    results = main(["resume=true", "budget.env_steps=600", "progress=false"], out_dir=out)
+    steps = tb_steps(out)
+    assert steps == sorted(set(steps)) and len(steps) == results["iterations"]
+
+
+def test_resume_after_a_crash_is_exact(tmp_path, monkeypatch):
+    """The early checkpoint, the guard and the lock change nothing in what is trained: a run that
+    crashed and was resumed by folder ends with the same weights as one that never stopped."""
+    common = ["checkpoint.every_s=0", "eval.every_iterations=2"]
+    whole = train(tmp_path / "whole", *common, budget=1500)
+    crash_in_iteration(monkeypatch, 5)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train(tmp_path / "split", *common, budget=1500)
+    resumed = main(["resume=true", "progress=false"], out_dir=tmp_path / "split")
+    for key in ("env_steps", "iterations", "episodes", "eval_return", "eval_success_rate"):
+        assert resumed[key] == whole[key]
+    a, b = (checkpoint.load(tmp_path / d / "checkpoint.pt")["agent"]["q"] for d in ("whole", "split"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+# ---- load= takes the saved run's settings as resume does --------------------------------------
+
+def test_load_evaluates_with_the_saved_run_settings_next_to_the_checkpoint(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    train(out, "eval.episodes=7", "n=5")
+    report = main([f"load={out / 'checkpoint.pt'}"])
+    assert report["episodes"] == 7 and report["env"] == "bitflip"
+    assert json.loads((out / "eval.json").read_text()) == report
+    assert main([f"load={out}", "eval.episodes=3"])["episodes"] == 3  # a run folder stands for its checkpoint
+    main([f"load={out}"], out_dir=tmp_path / "ev")
+    assert (tmp_path / "ev" / "eval.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ev", "run"]  # no default folder
+    with pytest.raises(ConfigError, match="cannot evaluate: the checkpoint was trained with n=5"):
+        main([f"load={out}", "n=4"])
