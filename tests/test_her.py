@@ -14,27 +14,30 @@ def reached(achieved_goal, desired_goal, info=None):
 T, N_BITS, EPISODES = 12, 40, 30
 
 
-def _filled_memory(strategy: str, k: int = 4, seed: int = 0) -> HindsightMemory:
-    """Episodes of random, variable length whose achieved goals are all distinct (40 random bits)."""
+def _filled_memory(strategy: str, k: int = 4, seed: int = 0) -> tuple[HindsightMemory, dict[str, np.ndarray]]:
+    """Episodes of random, variable length whose achieved goals are all distinct (40 random bits),
+    and the episodes it was given (the memory holds them all: it has room for 64)."""
     rng = np.random.default_rng(seed)
     mem = HindsightMemory(64, T, N_BITS, N_BITS, compute_reward, strategy=strategy, k=k, seed=seed,
                           compute_terminated=reached, obs_dtype=np.int8, goal_dtype=np.int8)
     obs = rng.integers(0, 2, size=(EPISODES, T + 1, N_BITS), dtype=np.int8)
-    mem.remember(obs=obs, achieved_goal=obs, desired_goal=rng.integers(0, 2, size=(EPISODES, N_BITS), dtype=np.int8),
-                 action=rng.integers(0, N_BITS, size=(EPISODES, T)), length=rng.integers(1, T + 1, size=EPISODES))
-    return mem
+    episodes = dict(obs=obs, achieved_goal=obs,
+                    desired_goal=rng.integers(0, 2, size=(EPISODES, N_BITS), dtype=np.int8),
+                    action=rng.integers(0, N_BITS, size=(EPISODES, T)), length=rng.integers(1, T + 1, size=EPISODES))
+    mem.remember(**episodes)
+    return mem, episodes
 
 
-def _locate(mem: HindsightMemory, goal: np.ndarray) -> tuple[int, int]:
-    """(episode, index) of the stored achieved goal equal to ``goal`` (unique by construction)."""
-    hits = np.argwhere(np.all(mem.episodes.data["achieved_goal"][: len(mem.episodes)] == goal, axis=-1))
+def _locate(episodes: dict[str, np.ndarray], goal: np.ndarray) -> tuple[int, int]:
+    """(episode, index) of the achieved goal equal to ``goal`` (unique by construction)."""
+    hits = np.argwhere(np.all(episodes["achieved_goal"] == goal, axis=-1))
     assert len(hits) == 1, "goal is not one stored achieved goal"
     return int(hits[0, 0]), int(hits[0, 1])
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_relabelled_reward_and_termination_match_compute_reward(strategy):
-    mem = _filled_memory(strategy)
+    mem, _ = _filled_memory(strategy)
     batch = mem.sample(4096)
     np.testing.assert_array_equal(batch["reward"], compute_reward(batch["next_obs"], batch["goal"]))
     np.testing.assert_array_equal(batch["terminated"], batch["reward"] == 0.0)
@@ -43,22 +46,22 @@ def test_relabelled_reward_and_termination_match_compute_reward(strategy):
 
 
 def test_future_goals_come_from_the_same_episode_at_or_after_the_transition():
-    mem = _filled_memory("future", k=4)
-    length = mem.episodes.data["length"]
+    mem, episodes = _filled_memory("future", k=4)
+    length = episodes["length"]
     for e in range(EPISODES):
         out = mem.hindsight(e)
         assert len(out["t"]) == 5 * length[e]
         relabelled = np.tile(np.arange(5) > 0, length[e])
         for t, goal in zip(out["t"][relabelled], out["goal"][relabelled]):
-            ep, idx = _locate(mem, goal)
+            ep, idx = _locate(episodes, goal)
             assert ep == e and t + 1 <= idx <= length[e]
         np.testing.assert_array_equal(out["reward"], compute_reward(out["next_obs"], out["goal"]))
 
 
 def test_future_relabelling_covers_all_later_steps_uniformly():
-    mem = _filled_memory("future", k=10**6)  # relabel (almost) always
-    e = int(np.argmax(mem.episodes.data["length"][:EPISODES]))
-    L = int(mem.episodes.data["length"][e])
+    mem, episodes = _filled_memory("future", k=10**6)  # relabel (almost) always
+    e = int(np.argmax(episodes["length"]))
+    L = int(episodes["length"][e])
     ep = np.zeros(20000, dtype=np.int64) + e
     _, idx = mem.goal_indices(ep, np.zeros_like(ep), np.random.default_rng(1))
     counts = np.bincount(idx, minlength=L + 1)
@@ -67,8 +70,8 @@ def test_future_relabelling_covers_all_later_steps_uniformly():
 
 def test_final_episode_and_random_strategies_pick_the_right_goals():
     for strategy in ("final", "episode", "random"):
-        mem = _filled_memory(strategy, k=10**6)
-        length = mem.episodes.data["length"]
+        mem, episodes = _filled_memory(strategy, k=10**6)
+        length = episodes["length"]
         ep = np.arange(EPISODES)
         g_ep, g_idx = mem.goal_indices(ep, np.zeros(EPISODES, dtype=np.int64), np.random.default_rng(0))
         if strategy == "final":
@@ -80,27 +83,27 @@ def test_final_episode_and_random_strategies_pick_the_right_goals():
 
 
 def test_relabel_ratio_is_k_over_k_plus_one_and_none_keeps_goals():
-    mem = _filled_memory("future", k=4)
+    mem, episodes = _filled_memory("future", k=4)
     batch = mem.sample(20000, np.random.default_rng(3))
-    original = mem.episodes.data["desired_goal"]
-    kept = np.array([np.any(np.all(original[:EPISODES] == g, axis=1)) for g in batch["goal"][:2000]])
+    original = episodes["desired_goal"]
+    kept = np.array([np.any(np.all(original == g, axis=1)) for g in batch["goal"][:2000]])
     assert abs((1 - kept.mean()) - 0.8) < 0.04
-    plain = _filled_memory("none").sample(500)
-    assert all(np.any(np.all(original[:EPISODES] == g, axis=1)) for g in plain["goal"])
+    plain = _filled_memory("none")[0].sample(500)
+    assert all(np.any(np.all(original == g, axis=1)) for g in plain["goal"])
 
 
 def test_sampled_steps_lie_inside_each_episode():
-    mem = _filled_memory("future")
+    mem, episodes = _filled_memory("future")
     batch = mem.sample(5000)
     # every sampled obs is a stored obs at a step < that episode's length
     for o in batch["obs"][:300]:
-        e, t = _locate(mem, o)
-        assert t < mem.episodes.data["length"][e]
+        e, t = _locate(episodes, o)
+        assert t < episodes["length"][e]
 
 
 def test_len_counts_transitions_and_state_round_trips():
-    mem = _filled_memory("future")
-    assert len(mem) == int(mem.episodes.data["length"][:EPISODES].sum())
+    mem, episodes = _filled_memory("future")
+    assert len(mem) == int(episodes["length"].sum())
     copy = HindsightMemory(64, T, N_BITS, N_BITS, compute_reward, compute_terminated=reached,
                            obs_dtype=np.int8, goal_dtype=np.int8)
     copy.load_state_dict(mem.state_dict())

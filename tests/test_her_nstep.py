@@ -15,75 +15,84 @@ def reached(achieved_goal, desired_goal, info=None):
     return compute_reward(achieved_goal, desired_goal) == 0.0
 
 
-def _memory(n_step: int, terminated=reached) -> HindsightMemory:
-    """One hand-made 2-bit episode of 4 steps: achieved goals 00 -> 10 -> 11 -> 01 -> 00."""
+def _memory(n_step: int, goal, terminated=reached) -> HindsightMemory:
+    """One hand-made 2-bit episode of 4 steps, achieved goals 00 -> 10 -> 11 -> 01 -> 00, stored with
+    desired goal ``goal`` and never relabelled."""
     mem = HindsightMemory(4, 4, 2, 2, compute_reward, strategy="none", k=0, compute_terminated=terminated,
                           obs_dtype=np.int8, goal_dtype=np.int8, n_step=n_step, gamma=GAMMA)
     ag = np.array([[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]], dtype=np.int8)
-    mem.remember(obs=ag, achieved_goal=ag, desired_goal=np.array([[0, 1]], dtype=np.int8),
+    mem.remember(obs=ag, achieved_goal=ag, desired_goal=np.array([goal], dtype=np.int8),
                  action=np.array([[0, 1, 0, 1]]), length=np.array([4]))
     return mem
 
 
-def _at(mem: HindsightMemory, t: int, goal) -> dict[str, np.ndarray]:
-    return mem._transitions(np.array([0]), np.array([t]), np.array([goal], dtype=np.int8))
+def _at(mem: HindsightMemory, t: int) -> dict[str, np.ndarray]:
+    """The transition of step t, as ``hindsight`` lists the episode (no relabelling: one per step)."""
+    out = mem.hindsight(0)
+    assert out["t"].tolist() == [0, 1, 2, 3]
+    return {key: value[t] for key, value in out.items()}
 
 
 def test_three_step_return_matches_hand_computation():
-    mem = _memory(3, terminated=None)  # no termination: the segment runs its full length
+    mem = _memory(3, [0, 1], terminated=None)  # no termination: the segment runs its full length
     # goal 01 from t=0: rewards for achieved 10, 11, 01 are -1, -1, 0
-    out = _at(mem, 0, [0, 1])
-    assert out["reward"][0] == pytest.approx(-1 - GAMMA * 1 + GAMMA**2 * 0)
-    assert out["discount"][0] == pytest.approx(GAMMA**3)
-    np.testing.assert_array_equal(out["next_obs"][0], [0, 1])  # obs after step t + 3
-    assert not out["terminated"][0]
+    out = _at(mem, 0)
+    assert out["reward"] == pytest.approx(-1 - GAMMA * 1 + GAMMA**2 * 0)
+    assert out["discount"] == pytest.approx(GAMMA**3)
+    np.testing.assert_array_equal(out["next_obs"], [0, 1])  # obs after step t + 3
+    assert not out["terminated"]
 
 
 def test_segment_stops_at_a_terminal_step():
-    mem = _memory(3)
+    mem = _memory(3, [1, 1])
     # goal 11 from t=0: step 0 reaches 10 (-1), step 1 reaches 11 (0, terminal): two steps counted
-    out = _at(mem, 0, [1, 1])
-    assert out["reward"][0] == pytest.approx(-1.0)
-    assert out["discount"][0] == pytest.approx(GAMMA**2)
-    assert out["terminated"][0]
-    np.testing.assert_array_equal(out["next_obs"][0], [1, 1])
+    out = _at(mem, 0)
+    assert out["reward"] == pytest.approx(-1.0)
+    assert out["discount"] == pytest.approx(GAMMA**2)
+    assert out["terminated"]
+    np.testing.assert_array_equal(out["next_obs"], [1, 1])
 
 
 def test_segment_stops_at_the_episode_end():
-    mem = _memory(3, terminated=None)
+    mem = _memory(3, [1, 0], terminated=None)
     # from t=2 only steps 2 and 3 remain (achieved 01 then 00), goal 10: -1, -1
-    out = _at(mem, 2, [1, 0])
-    assert out["reward"][0] == pytest.approx(-1 - GAMMA)
-    assert out["discount"][0] == pytest.approx(GAMMA**2)
-    np.testing.assert_array_equal(out["next_obs"][0], [0, 0])
+    out = _at(mem, 2)
+    assert out["reward"] == pytest.approx(-1 - GAMMA)
+    assert out["discount"] == pytest.approx(GAMMA**2)
+    np.testing.assert_array_equal(out["next_obs"], [0, 0])
 
 
 def test_one_step_is_the_plain_transition():
-    mem = _memory(1)
-    out = _at(mem, 1, [1, 1])
-    assert out["reward"][0] == 0.0 and out["terminated"][0]
-    assert out["discount"][0] == pytest.approx(GAMMA)
-    np.testing.assert_array_equal(out["next_obs"][0], [1, 1])
+    mem = _memory(1, [1, 1])
+    out = _at(mem, 1)
+    assert out["reward"] == 0.0 and out["terminated"]
+    assert out["discount"] == pytest.approx(GAMMA)
+    np.testing.assert_array_equal(out["next_obs"], [1, 1])
 
 
 def test_sampled_n_step_rewards_are_recomputed_for_relabelled_goals():
     """Random episodes, future relabelling: every sampled n-step return equals the discounted sum of
     compute_reward along the stored segment, cut where the env's rule first says terminal."""
     rng = np.random.default_rng(0)
-    T, n, m = 10, 6, 4
-    mem = HindsightMemory(50, T, n, n, compute_reward, strategy="future", k=4, compute_terminated=reached,
+    E, T, n, m = 40, 10, 6, 4
+    mem = HindsightMemory(50, T, n + 2, n, compute_reward, strategy="future", k=4, compute_terminated=reached,
                           obs_dtype=np.int8, goal_dtype=np.int8, n_step=m, gamma=GAMMA, seed=0)
-    obs = rng.integers(0, 2, size=(40, T + 1, n), dtype=np.int8)
-    mem.remember(obs=obs, achieved_goal=obs, desired_goal=rng.integers(0, 2, size=(40, n), dtype=np.int8),
-                 action=rng.integers(0, n, size=(40, T)), length=rng.integers(1, T + 1, size=40))
-    ep, t = mem.sample_steps(500, rng)
-    goal = mem.episodes.data["achieved_goal"][ep, np.minimum(t + 2, mem.episodes.data["length"][ep])]
-    out = mem._transitions(ep, t, goal)
+    ag = rng.integers(0, 2, size=(E, T + 1, n), dtype=np.int8)
+    # each obs ends with its (episode, step), so a sampled transition tells where it was drawn from
+    where = np.stack(np.meshgrid(np.arange(E), np.arange(T + 1), indexing="ij"), axis=-1).astype(np.int8)
+    obs = np.concatenate([ag, where], axis=-1)
+    desired, length = rng.integers(0, 2, size=(E, n), dtype=np.int8), rng.integers(1, T + 1, size=E)
+    mem.remember(obs=obs, achieved_goal=ag, desired_goal=desired, action=rng.integers(0, n, size=(E, T)),
+                 length=length)
+    out = mem.sample(500, rng)
+    ep, t = out["obs"][:, n].astype(np.int64), out["obs"][:, n + 1].astype(np.int64)
+    assert np.all(out["obs"] == obs[ep, t])
+    assert np.any(out["goal"] != desired[ep], axis=1).mean() > 0.6  # most goals were relabelled
     for i in range(len(ep)):
-        L = mem.episodes.data["length"][ep[i]]
+        L = length[ep[i]]
         total, steps, done = 0.0, 0, False
         while steps < m and t[i] + steps < L and not done:
-            r = compute_reward(obs[ep[i], t[i] + steps + 1], goal[i])
+            r = compute_reward(ag[ep[i], t[i] + steps + 1], out["goal"][i])
             total += GAMMA**steps * r
             done = r == 0.0
             steps += 1
@@ -91,6 +100,7 @@ def test_sampled_n_step_rewards_are_recomputed_for_relabelled_goals():
         assert out["discount"][i] == pytest.approx(GAMMA**steps)
         assert out["terminated"][i] == done
         np.testing.assert_array_equal(out["next_obs"][i], obs[ep[i], t[i] + steps])
+    assert 0 < out["terminated"].mean() < 1 and (out["discount"] < GAMMA**1.5).any()  # cut and long segments
 
 
 def test_n_step_needs_gamma_and_a_positive_integer():
