@@ -54,6 +54,10 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver(SUFFIX_RESOLVER, suffix, use_cache=True)
     if not OmegaConf.has_resolver(SWEPT_RESOLVER):
         OmegaConf.register_new_resolver(SWEPT_RESOLVER, swept_dirname)
+    if not OmegaConf.has_resolver("bookkeeping_keys"):  # left out of folder names: her_rl/bookkeeping.py
+        from her_rl.bookkeeping import exclude_keys
+
+        OmegaConf.register_new_resolver("bookkeeping_keys", exclude_keys)
 
 
 class SweptKeys:
