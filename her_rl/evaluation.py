@@ -69,7 +69,7 @@ def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
     if path.is_dir():
         path = path / CHECKPOINT
     saved = checkpoint.load(path)
-    config, _ = merge(saved["config"], current, overrides, verb="evaluate", extra_safe=("seed", "video"))
+    config, _ = merge(saved["config"], current, overrides, verb="evaluate", extra_safe=("seed",))
     config["video"] = video.settings(current.get("video"))  # this command's, not the saved run's
     validate(config)
     video.check_given(config["video"], overrides)

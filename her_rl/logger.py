@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from torch.utils.tensorboard import SummaryWriter
 
+from her_rl import bookkeeping
 from her_rl.metrics import MetricsWriter, read_metrics  # noqa: F401  (read_metrics: the reader beside the writer)
 
 
@@ -82,7 +83,7 @@ def hparams_of(config: dict[str, Any], overrides: list[str] | None) -> dict[str,
     out.update({f"algo.{k}": v for k, v in config["algo"].items() if k not in ("name", "_target_")})
     for item in overrides or []:
         key, _, value = item.lstrip("+~").partition("=")
-        if not key.startswith("hydra"):
+        if bookkeeping.is_setting(key):  # bookkeeping overrides are not hyperparameters
             out.setdefault(key, _typed(config, key, value))
     return out
 

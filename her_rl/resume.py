@@ -2,7 +2,7 @@
 
 The saved run's resolved config is the base, so a run folder is resumed without retyping its
 overrides. Keys given again are compared with it: equal values are no-ops, changed values of safe
-keys (budget, evaluation, checkpointing, guard, progress, device, threads) are taken and reported,
+keys (the bookkeeping keys of her_rl/bookkeeping.py) are taken and reported,
 and any other change is refused naming the key, because it would silently mix two experiments
 (the optimiser, the networks and the replay memory were built for the saved values).
 """
@@ -12,22 +12,17 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from her_rl import bookkeeping
 from her_rl.errors import ConfigError
-from her_rl.schema import show
+from her_rl.rules import show
 
-SAFE_TABLES = ("budget", "eval", "checkpoint", "guard")
-SAFE_KEYS = ("progress", "device", "threads")
-CONTROL = ("resume", "load")
-"""What to do with the run, not what the run is: never compared, always taken from this command."""
 GROUPS = ("algo", "env")
-SAFE_TEXT = "budget.*, eval.*, checkpoint.*, guard.*, progress, device and threads"
 
 _MISSING = object()
 
 
 def is_safe(key: str, extra: tuple[str, ...] = ()) -> bool:
-    top = key.split(".")[0]
-    return top in SAFE_TABLES or top in SAFE_KEYS or top in extra
+    return bookkeeping.is_bookkeeping(key) or key.split(".")[0] in extra
 
 
 def _get(cfg: dict[str, Any], key: str) -> Any:
@@ -92,11 +87,11 @@ def merge(saved: dict[str, Any], current: dict[str, Any], overrides: list[str] |
 
     def refuse(key: str, old: Any, new: Any) -> ConfigError:
         return ConfigError(f"cannot {verb}: the checkpoint was trained with {key}={_text(old)}, this run asks for "
-                           f"{key}={_text(new)}; only {SAFE_TEXT}{''.join(', ' + k for k in extra_safe)} may "
+                           f"{key}={_text(new)}; only {bookkeeping.DESCRIPTION}{''.join(', ' + k for k in extra_safe)} may "
                            f"differ (start a new run in another folder to change it)")
 
     for key, is_group in keys:
-        if key.split(".")[0] in CONTROL:
+        if key.split(".")[0] in bookkeeping.VERBS:
             continue
         if is_group:
             if key not in GROUPS:
@@ -113,8 +108,8 @@ def merge(saved: dict[str, Any], current: dict[str, Any], overrides: list[str] |
             raise refuse(key, old, new)
         _set(effective, key, new)
         changes[key] = [None if old is _MISSING else old, None if new is _MISSING else new]
-    for key in (*SAFE_TABLES, *SAFE_KEYS, *CONTROL):  # keys newer than the saved run, and this command's own
-        if key in current and (key in CONTROL or key not in effective):
+    for key in (*bookkeeping.TABLES, *bookkeeping.KEYS, *bookkeeping.VERBS):  # newer than the saved run; verbs
+        if key in current and (key in bookkeeping.VERBS or key not in effective):
             effective[key] = copy.deepcopy(current[key])
     return effective, changes
 

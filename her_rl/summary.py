@@ -31,11 +31,9 @@ from typing import Any, Sequence
 import numpy as np
 from hydra.experimental.callback import Callback
 
+from her_rl import bookkeeping
 from her_rl.summary_stats import bootstrap_ci, iqm, iqm_ci
 
-# Keys that do not define an experiment (run bookkeeping; seeds are what a row averages over).
-NOT_A_SETTING = ("seed", "experiment", "resume", "load", "progress", "device", "threads", "budget.", "eval.every_iterations", "eval.every_env_steps",
-                 "eval.episodes", "eval.stop_when_solved", "checkpoint.", "guard.", "hydra.", "hydra/")
 STATS = ["metric", "seeds", "done", "running", "failed", "solved", "mean", "std", "ci_low", "ci_high",
          "iqm", "iqm_ci_low", "iqm_ci_high", "median_steps_to_solve", "median_wall_s"]
 # results.json keys the summary uses, with the types a real run writes (None: not evaluated / not solved).
@@ -58,11 +56,6 @@ class BadRun(ValueError):
 
 class NothingWritten(OSError):
     """Not one output file could be written (each failure was reported)."""
-
-
-def _is_setting(override: str) -> bool:
-    key = override.lstrip("+~").split("=", 1)[0]
-    return not any(key == k or (k.endswith((".", "/")) and key.startswith(k)) for k in NOT_A_SETTING)
 
 
 def setting_keys(setting: Sequence[str]) -> dict[str, str]:
@@ -170,7 +163,7 @@ def read_run(folder: Path) -> Run:
         raise BadRun("; ".join(problems))
     seed = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "seed"), None)
     seed = int(seed) if seed is not None and seed.lstrip("-").isdigit() else None
-    setting = tuple(sorted(o for o in overrides if _is_setting(o)))
+    setting = tuple(sorted(o for o in overrides if bookkeeping.is_setting(o)))
     if results is not None:
         return Run(folder, setting, results.get("seed", seed), "done", results, "eval_success_rate" in results)
     return Run(folder, setting, seed, "running" if _live(folder) else "failed")
