@@ -2,8 +2,8 @@
 
 ``her-summary DIR`` (and, at the end of every multirun, :class:`SummaryCallback`) reads every run
 folder below DIR: the first line of its ``history.jsonl`` (the overrides that defined it) and its
-``results.json`` when it finished; ``config.yaml`` is only checked to be a YAML mapping. Runs are
-grouped by their overrides minus ``seed`` (and the keys that may change on resume); each group
+``results.json`` when it finished (:mod:`her_rl.summary_runs`). Runs are grouped by their
+overrides minus ``seed`` and the bookkeeping keys (:mod:`her_rl.bookkeeping`); each group
 becomes a row with the number of seeds, how many finished, failed or are still running, how many
 solved, the final evaluation metric (mean, std, a bootstrap 95% interval of the mean, the
 interquartile mean and its bootstrap 95% interval), and the median env steps and wall seconds of
@@ -21,37 +21,19 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 from hydra.experimental.callback import Callback
 
-from her_rl import bookkeeping
+from her_rl.summary_runs import NUMBER_KEYS, BadRun, Run, find_runs, read_run, read_runs  # noqa: F401 (re-exported)
 from her_rl.summary_stats import bootstrap_ci, iqm, iqm_ci
 
 STATS = ["metric", "seeds", "done", "running", "failed", "solved", "mean", "std", "ci_low", "ci_high",
          "iqm", "iqm_ci_low", "iqm_ci_high", "median_steps_to_solve", "median_wall_s"]
-# results.json keys the summary uses, with the types a real run writes (None: not evaluated / not solved).
-NUMBER_KEYS = ("eval_success_rate", "eval_return", "solved_at_env_steps", "wall_time_s", "env_steps")
-
-
-@dataclass
-class Run:
-    folder: Path
-    setting: tuple[str, ...]
-    seed: int | None
-    status: str  # done | running | failed
-    results: dict[str, Any] = field(default_factory=dict)
-    goal_env: bool = True
-
-
-class BadRun(ValueError):
-    """A run folder whose files cannot be trusted; the message says which file and what is wrong."""
 
 
 class NothingWritten(OSError):
@@ -65,126 +47,6 @@ def setting_keys(setting: Sequence[str]) -> dict[str, str]:
         key, eq, value = override.lstrip("+").partition("=")
         out[key.lstrip("~")] = value if eq else "(removed)"
     return out
-
-
-def _live(folder: Path) -> bool:
-    from her_rl.registry import ConfigError
-    from her_rl.rundir import RunLock
-
-    try:
-        lock = RunLock.probe(folder)
-    except ConfigError:
-        return True
-    except OSError:  # an unreadable lock file: no live run can be proven
-        return False
-    if lock is not None:
-        lock.release()
-    return False
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
-        raise BadRun(f"{path.name} cannot be read ({why})") from None
-
-
-def _json(path: Path, text: str, what: str) -> Any:
-    if not text.strip():
-        raise BadRun(f"{what} is empty")
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise BadRun(f"{what} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-
-
-def _overrides(folder: Path) -> list[str]:
-    history = folder / "history.jsonl"
-    if not history.exists():
-        return []
-    lines = _read_text(history).splitlines()
-    first = _json(history, lines[0] if lines else "", "history.jsonl line 1")
-    overrides = first.get("overrides", []) if isinstance(first, dict) else None
-    if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
-        raise BadRun("history.jsonl line 1 is not an object with a list of overrides")
-    return overrides
-
-
-def _results(path: Path) -> dict[str, Any]:
-    results = _json(path, _read_text(path), "results.json")
-    if not isinstance(results, dict):
-        raise BadRun(f"results.json holds a JSON {type(results).__name__}, not an object")
-    for key in NUMBER_KEYS:
-        value = results.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
-            raise BadRun(f"results.json: {key} is {value!r}, not a number")
-    if not isinstance(results.get("solved", False), bool):
-        raise BadRun(f"results.json: solved is {results['solved']!r}, not true/false")
-    if results.get("seed") is not None and (isinstance(results["seed"], bool) or not isinstance(results["seed"], int)):
-        raise BadRun(f"results.json: seed is {results['seed']!r}, not an integer")
-    return results
-
-
-def _check_config(folder: Path) -> None:
-    import yaml
-
-    path = folder / "config.yaml"
-    if not path.exists():
-        return
-    try:
-        config = yaml.load(_read_text(path), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # C: many folders
-    except yaml.YAMLError:
-        raise BadRun("config.yaml is not valid YAML") from None
-    if config is None:
-        raise BadRun("config.yaml is empty")
-    if not isinstance(config, dict):
-        raise BadRun(f"config.yaml holds a {type(config).__name__}, not a mapping of keys")
-
-
-def read_run(folder: Path) -> Run:
-    """The run in ``folder``; :class:`BadRun` (naming every damaged file) when it cannot be trusted."""
-    problems, overrides, results = [], [], None
-    try:
-        overrides = _overrides(folder)
-    except BadRun as exc:
-        problems.append(str(exc))
-    results_file = folder / "results.json"
-    if results_file.exists():
-        try:
-            results = _results(results_file)
-        except BadRun as exc:
-            problems.append(str(exc))
-    try:
-        _check_config(folder)
-    except BadRun as exc:
-        problems.append(str(exc))
-    if problems:
-        raise BadRun("; ".join(problems))
-    seed = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "seed"), None)
-    seed = int(seed) if seed is not None and seed.lstrip("-").isdigit() else None
-    setting = tuple(sorted(o for o in overrides if bookkeeping.is_setting(o)))
-    if results is not None:
-        return Run(folder, setting, results.get("seed", seed), "done", results, "eval_success_rate" in results)
-    return Run(folder, setting, seed, "running" if _live(folder) else "failed")
-
-
-def read_runs(root: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
-    """Every run folder below ``root`` (a folder with a history.jsonl or a results.json), sorted, and
-    the folders left out with what is wrong in each."""
-    folders = {p.parent for pattern in ("history.jsonl", "results.json") for p in root.rglob(pattern)}
-    runs, bad = [], []
-    for folder in sorted(folders):
-        try:
-            runs.append(read_run(folder))
-        except BadRun as exc:
-            bad.append((folder, str(exc)))
-    return runs, bad
-
-
-def find_runs(root: Path) -> list[Run]:
-    """The readable runs below ``root`` (see :func:`read_runs` for the ones left out)."""
-    return read_runs(root)[0]
 
 
 def _metric(run: Run) -> float | None:
