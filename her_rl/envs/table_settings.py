@@ -23,6 +23,7 @@ DEFAULTS: dict[str, Any] = {
 }
 DRAG_DEFAULTS: dict[str, Any] = {**DEFAULTS, "grip_reach": None}
 
+
 def _positive(key: str, value: Any) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not 0 < float(value) < math.inf:
         raise ValueError(f"{key}={value!r} is not allowed: {key} must be a positive finite number")
@@ -42,6 +43,18 @@ def check_table_kwargs(task: str = "push", **kwargs: Any) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"unknown {task} setting(s) {unknown}; allowed: {sorted(allowed)}")
     cfg = {**allowed, **kwargs}
+    _check_sizes(cfg)
+    _check_episode(cfg)
+    _check_ranges(cfg)
+    if task == "drag":
+        reach = cfg["grip_reach"]
+        default = cfg["block_size"] / 2 + cfg["step_size"]
+        cfg["grip_reach"] = default if reach is None else _positive("grip_reach", reach)
+    return cfg
+
+
+def _check_sizes(cfg: dict[str, Any]) -> None:
+    """Table, block, step and success distance: positive, and in proportions every episode can use."""
     size = cfg["table_size"] = _positive("table_size", cfg["table_size"])
     block = cfg["block_size"] = _positive("block_size", cfg["block_size"])
     if block >= size:
@@ -56,6 +69,9 @@ def check_table_kwargs(task: str = "push", **kwargs: Any) -> dict[str, Any]:
     if sd >= (size - block) / math.sqrt(2):  # else some block positions have no goal that far away
         raise ValueError(f"success_distance={sd!r} is not allowed: it must be < (table_size - block_size)"
                          f" / sqrt(2) = {(size - block) / math.sqrt(2)!r}")
+
+
+def _check_episode(cfg: dict[str, Any]) -> None:
     steps = cfg["max_episode_steps"]
     if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"max_episode_steps={steps!r} is not allowed: it must be an integer >= 1")
@@ -66,6 +82,11 @@ def check_table_kwargs(task: str = "push", **kwargs: Any) -> dict[str, Any]:
     cfg["terminate_on_success"] = bool(cfg["terminate_on_success"])
     if cfg["actions"] not in ("discrete", "continuous"):
         raise ValueError(f"actions={cfg['actions']!r} is not allowed: it must be 'discrete' or 'continuous'")
+
+
+def _check_ranges(cfg: dict[str, Any]) -> None:
+    """Where the gripper and the goal start around the block; the defaults follow the success distance."""
+    block, sd = cfg["block_size"], cfg["success_distance"]
     if cfg["gripper_range"] == DEFAULTS["gripper_range"]:
         cfg["gripper_range"] = max(round(3 * sd, 12), block)  # round: 3 * 0.05 is 0.15000000000000002
     if cfg["goal_range"] == DEFAULTS["goal_range"]:
@@ -80,7 +101,3 @@ def check_table_kwargs(task: str = "push", **kwargs: Any) -> dict[str, Any]:
         if far <= sd:
             raise ValueError(f"goal_range={far!r} is not allowed: it must be > success_distance ({sd!r}) "
                              "or null (anywhere on the table)")
-    if task == "drag":
-        reach = cfg["grip_reach"]
-        cfg["grip_reach"] = block / 2 + step if reach is None else _positive("grip_reach", reach)
-    return cfg
