@@ -243,6 +243,44 @@ def test_bad_hyperparameters_are_config_errors():
         build_agent({"name": "rnd_ppo", "no_such_key": 1}, env=deep_sea(4), seed=0, device="cpu")
 
 
+NO_ENV = {"name": "gym", "id": "NoSuchEnv-v9", "kwargs": {}}  # never built: the values are checked first
+ANNEAL = ("algo.anneal_steps=null is not allowed with lr_anneal or clip_anneal: annealing needs the env steps "
+          "until lr/clip reach 0 (an integer >= 1)")
+
+
+@pytest.mark.parametrize("cls, kw, text", [
+    (PPO, dict(lr=-1), "algo.lr=-1 is not allowed: algo.lr must be a finite number > 0"),
+    (PPO, dict(anneal_steps=None), ANNEAL),
+    (PPO, dict(epochs=2.5), "algo.epochs=2.5 is not allowed: algo.epochs must be an integer >= 1"),
+    (Reinforce, dict(lr=-1), "algo.lr=-1 is not allowed: algo.lr must be a finite number > 0"),
+    (Reinforce, dict(baseline="mean"),
+     "algo.baseline='mean' is not allowed: algo.baseline must be one of none, critic"),
+    (Reinforce, dict(num_envs=0), "algo.num_envs=0 is not allowed: algo.num_envs must be an integer in [1, 4096]"),
+    (RNDPPO, dict(lr=-1), "algo.lr=-1 is not allowed: algo.lr must be a finite number > 0"),
+    (RNDPPO, dict(clip_anneal=True, anneal_steps=None), ANNEAL),
+    (RNDPPO, dict(int_norm_decay=0.0),
+     "algo.int_norm_decay=0.0 is not allowed: algo.int_norm_decay must be a number in (0, 1]"),
+])
+def test_python_built_learner_refuses_a_bad_value_with_the_command_line_text(cls, kw, text):
+    with pytest.raises(ConfigError) as err:
+        cls(env=NO_ENV, seed=0, **kw)
+    assert str(err.value) == text
+
+
+@pytest.mark.parametrize("name, cls", [("reinforce", Reinforce), ("ppo", PPO), ("rnd_ppo", RNDPPO)])
+def test_every_config_key_has_a_rule_and_every_rule_a_key(name, cls):
+    from her_rl.registry import accepted_params
+
+    assert sorted(accepted_params(name)) == sorted(cls.RULES)
+    cls.check_config({k: getattr(cls, k) for k in cls.RULES})  # the defaults meet the rules
+
+
+def test_rnd_ppo_check_refuses_gamma_naming_its_two_discounts():
+    with pytest.raises(ConfigError, match="rnd_ppo has gamma_ext and gamma_int instead of gamma"):
+        RNDPPO.check_config({"gamma": 0.9})
+    PPO.check_config({"gamma": 0.9})
+
+
 class _ConstantAgent:
     def __init__(self, action: int):
         self.action = action

@@ -17,125 +17,75 @@ which is exactly the Monte-Carlo return minus the baseline:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
-import numpy as np
 import torch
-import torch.nn as nn
 
 from her_rl.agent import IterationResult
-from her_rl.algos.rollout import RolloutCollector, explained_variance, make_actor_critic, obs_for_act
-from her_rl.registry import ConfigError
-from her_rl.rl.losses import EntropyLoss, PGLoss
+from her_rl.algos.onpolicy import PG_RULES, OnPolicyLearner, explained_variance
+from her_rl.algos.rollout import Rollout
+from her_rl.rl.losses import PGLoss
 from her_rl.rl.returns import gae
+from her_rl.rules import BOOL, COUNT, POSITIVE, UNIT_OPEN_CLOSED, choice
 
 
-class Reinforce:
-    algo_name = "reinforce"
+@dataclass(eq=False)
+class Reinforce(OnPolicyLearner):
+    NAME = "reinforce"
+    RULES = {**PG_RULES, "gamma": UNIT_OPEN_CLOSED, "baseline": choice("none", "critic"), "vf_lr": POSITIVE,
+             "normalize_adv": BOOL, "max_episode_steps": COUNT}
 
-    def __init__(
-        self,
-        env: dict,
-        seed: int = 0,
-        device: str = "cpu",
-        inference: bool = False,
-        num_envs: int = 4,
-        lr: float = 1e-2,
-        gamma: float = 0.99,
-        baseline: str = "none",
-        vf_lr: float = 1e-2,
-        normalize_adv: bool = True,
-        ent_coef: float = 0.0,
-        max_grad_norm: float | None = None,
-        hidden: Sequence[int] = (64,),
-        activation: str = "tanh",
-        normalize_obs: bool = False,
-        obs_clip: float = 10.0,
-        log_std_init: float = 0.0,
-        max_episode_steps: int = 100_000,
-    ):
-        if baseline not in ("none", "critic"):
-            raise ConfigError(f"reinforce: baseline must be 'none' or 'critic', got {baseline!r}")
-        if int(num_envs) < 1:
-            raise ConfigError(f"reinforce: num_envs must be >= 1, got {num_envs}")
-        self.device = torch.device(device)
-        self.gamma, self.normalize_adv, self.ent_coef = float(gamma), normalize_adv, float(ent_coef)
-        self.max_grad_norm, self.max_episode_steps = max_grad_norm, int(max_episode_steps)
-        self.envs, self.obs_proc, self.policy, critic = make_actor_critic(
-            self.algo_name, env, num_envs, seed, normalize_obs, obs_clip, hidden, activation, log_std_init,
-            inference=inference, value_heads=1 if baseline == "critic" else None)
-        self.policy = self.policy.to(self.device)
-        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=float(lr))
-        self.critic = None
-        if critic is not None:
-            self.critic = critic.to(self.device)
-            self.vf_optimizer = torch.optim.Adam(self.critic.parameters(), lr=float(vf_lr))
-        self.pg_loss, self.entropy_loss = PGLoss(), EntropyLoss()
-        self.gen = torch.Generator(device=self.device).manual_seed(int(seed))
-        self.collector = None if inference else RolloutCollector(self.envs, self.obs_proc, self.policy, seed, self.device)
-        self.global_step = 0
-        self.iteration = 0
+    num_envs: int = 4
+    lr: float = 1e-2
+    max_grad_norm: float | None = None
+    hidden: Sequence[int] = (64,)
+    gamma: float = 0.99
+    baseline: str = "none"
+    vf_lr: float = 1e-2
+    normalize_adv: bool = True
+    max_episode_steps: int = 100_000
 
-    @torch.no_grad()
-    def act(self, obs, explore: bool = False) -> np.ndarray:
-        x = obs_for_act(self.obs_proc, obs, self.device)
-        a = self.policy.sample(x, self.gen)[0] if explore else self.policy.greedy(x)
-        return self.policy.to_env(a)
+    def has_critic(self) -> bool:
+        return self.baseline == "critic"
+
+    def build(self) -> None:
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.lr)
+        if self.critic is not None:
+            self.vf_optimizer = torch.optim.Adam(self.critic.parameters(), lr=self.vf_lr)
+        self.pg_loss = PGLoss()
 
     def train_iteration(self) -> IterationResult:
-        ro = self.collector.collect(
-            lambda x: self.policy.sample(x, self.gen), self.critic, one_episode_each=True,
-            max_steps=self.max_episode_steps,
-        )
+        ro = self.collector.collect(self.sample, self.critic, one_episode_each=True, max_steps=self.max_episode_steps)
         term, dones = ro.gae_flags()
         # lambda = 1: A_t = sum_k gamma^k r_{t+k} (+ gamma^.. V(final) if truncated) - V(s_t)
         adv, returns = gae(ro.rewards, ro.values[:-1, :, 0], ro.values[1:, :, 0], term, dones, self.gamma, 1.0)
-        idx = torch.nonzero(ro.valid.reshape(-1)).squeeze(-1)
-        D = ro.obs.shape[-1]
-        obs = ro.obs[:-1].reshape(-1, D)[idx]
-        actions = ro.actions.reshape(-1, *ro.actions.shape[2:])[idx]
-        a = adv.reshape(-1)[idx]
+        idx = ro.valid_index()
+        obs = Rollout.take(ro.obs[:-1], idx)
+        a = Rollout.take(adv, idx)
         if self.normalize_adv and len(a) > 1:
             a = (a - a.mean()) / (a.std() + 1e-8)
-        logp, entropy = self.policy.evaluate(obs, actions)
+        logp, entropy = self.policy.evaluate(obs, Rollout.take(ro.actions, idx))
         pg_loss = self.pg_loss(logp, a)
         ent_loss = self.entropy_loss(entropy)
-        loss = pg_loss + self.ent_coef * ent_loss
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if self.max_grad_norm:
-            nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
-        self.optimizer.step()
+        self.step(self.optimizer, pg_loss + self.ent_coef * ent_loss)
         metrics = {"losses/policy_loss": pg_loss.item(), "losses/entropy": -ent_loss.item(),
                    "charts/learning_rate": self.optimizer.param_groups[0]["lr"]}
         if self.critic is not None:
-            ret = returns.reshape(-1)[idx]
+            ret = Rollout.take(returns, idx)
             v_loss = 0.5 * ((self.critic(obs).squeeze(-1) - ret) ** 2).mean()
-            self.vf_optimizer.zero_grad(set_to_none=True)
-            v_loss.backward()
-            self.vf_optimizer.step()
+            self.step(self.vf_optimizer, v_loss, clip=False)
             metrics["losses/value_loss"] = v_loss.item()
-            metrics["losses/explained_variance"] = explained_variance(ro.values[:-1, :, 0].reshape(-1)[idx], ret)
-        self.global_step += ro.env_steps
-        self.iteration += 1
-        return IterationResult(env_steps=ro.env_steps, metrics=metrics, episode_returns=ro.episode_returns,
-                               episode_lengths=ro.episode_lengths, episode_successes=ro.episode_successes)
+            metrics["losses/explained_variance"] = explained_variance(Rollout.take(ro.values[:-1, :, 0], idx), ret)
+        return self.finish(ro, metrics)
 
     def state_dict(self) -> dict:
-        state = {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
-                 "obs_rms": self.obs_proc.state_dict(), "gen": self.gen.get_state(),
-                 "global_step": self.global_step, "iteration": self.iteration}
+        state = super().state_dict()
         if self.critic is not None:
-            state["critic"] = self.critic.state_dict()
             state["vf_optimizer"] = self.vf_optimizer.state_dict()
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        self.policy.load_state_dict(state["policy"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.obs_proc.load_state_dict(state["obs_rms"])
-        self.gen.set_state(state["gen"])
+        super().load_state_dict(state)
         if self.critic is not None:
-            self.critic.load_state_dict(state["critic"])
             self.vf_optimizer.load_state_dict(state["vf_optimizer"])
-        self.global_step, self.iteration = int(state["global_step"]), int(state["iteration"])

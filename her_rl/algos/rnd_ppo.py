@@ -1,6 +1,6 @@
 """PPO with Random Network Distillation exploration (Burda et al. 2018, arXiv 1810.12894).
 
-Everything is :class:`her_rl.algos.ppo.PPO` except:
+Everything is PPO (:class:`her_rl.algos.ppo.PPOLearner`) except:
 
 * the critic has two heads, ``V_ext`` (episodic, ``gamma_ext``) and ``V_int`` (non-episodic,
   ``gamma_int``), both regressed in the PPO value loss;
@@ -21,59 +21,59 @@ Everything is :class:`her_rl.algos.ppo.PPO` except:
 
 from __future__ import annotations
 
-import inspect
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import torch
 
 from her_rl.agent import IterationResult
-from her_rl.algos.ppo import PPO
+from her_rl.algos.ppo import PPO_RULES, PPOLearner
 from her_rl.algos.rollout import Rollout
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.rl.returns import gae
 from her_rl.rl.rnd import RND
+from her_rl.rules import BOOL, COUNT, HIDDEN, NON_NEGATIVE, POSITIVE, UNIT_OPEN_CLOSED, integer
 
 
-class RNDPPO(PPO):
-    algo_name = "rnd_ppo"
-    n_value_heads = 2  # column 0: extrinsic, column 1: intrinsic
+@dataclass(eq=False)
+class RNDPPO(PPOLearner):
+    NAME = "rnd_ppo"
+    VALUE_HEADS = 2  # column 0: extrinsic, column 1: intrinsic
+    RULES = {
+        **PPO_RULES, "gamma_ext": UNIT_OPEN_CLOSED, "gamma_int": UNIT_OPEN_CLOSED, "ext_coef": NON_NEGATIVE,
+        "int_coef": NON_NEGATIVE, "rnd_lr": POSITIVE, "rnd_hidden": HIDDEN, "rnd_embed_dim": COUNT,
+        "predictor_fraction": UNIT_OPEN_CLOSED, "rnd_init_steps": integer(0), "rnd_whiten": BOOL,
+        "int_norm_decay": UNIT_OPEN_CLOSED,
+    }
 
-    def __init__(
-        self,
-        env: dict,
-        seed: int = 0,
-        device: str = "cpu",
-        inference: bool = False,
-        gamma_ext: float = 0.999,
-        gamma_int: float = 0.99,
-        ext_coef: float = 2.0,
-        int_coef: float = 1.0,
-        rnd_lr: float = 1e-4,
-        rnd_hidden: Sequence[int] = (256, 256),
-        rnd_embed_dim: int = 128,
-        predictor_fraction: float = 0.25,
-        rnd_init_steps: int = 50,
-        rnd_whiten: bool = True,
-        int_norm_decay: float = 1.0,
-        **ppo_kwargs,
-    ):
-        if "gamma" in ppo_kwargs:
+    gamma_ext: float = 0.999
+    gamma_int: float = 0.99
+    ext_coef: float = 2.0
+    int_coef: float = 1.0
+    rnd_lr: float = 1e-4
+    rnd_hidden: Sequence[int] = (256, 256)
+    rnd_embed_dim: int = 128
+    predictor_fraction: float = 0.25
+    rnd_init_steps: int = 50
+    rnd_whiten: bool = True
+    int_norm_decay: float = 1.0
+
+    @classmethod
+    def check_config(cls, values: dict[str, Any]) -> None:
+        super().check_config(values)
+        if "gamma" in values:
             raise ConfigError("rnd_ppo has gamma_ext and gamma_int instead of gamma")
-        if not 0.0 < int_norm_decay <= 1.0:
-            raise ConfigError(f"rnd_ppo: int_norm_decay must lie in (0, 1], got {int_norm_decay}")
-        if not 0.0 < predictor_fraction <= 1.0:
-            raise ConfigError(f"rnd_ppo: predictor_fraction must lie in (0, 1], got {predictor_fraction}")
-        super().__init__(env, seed, device, inference, gamma=gamma_ext, **ppo_kwargs)
-        self.gamma_int, self.ext_coef, self.int_coef = float(gamma_int), float(ext_coef), float(int_coef)
-        self.predictor_fraction = float(predictor_fraction)
-        self.rnd = RND(self.obs_proc.dim, rnd_hidden, rnd_embed_dim, lr=float(rnd_lr), gamma_int=self.gamma_int,
-                       memory_capacity=0, device=self.device, seed=int(seed), whiten_inputs=bool(rnd_whiten),
-                       ret_norm_decay=float(int_norm_decay))
+
+    def build(self) -> None:
+        super().build()
+        self.rnd = RND(self.obs_proc.dim, self.rnd_hidden, self.rnd_embed_dim, lr=self.rnd_lr, gamma_int=self.gamma_int,
+                       memory_capacity=0, device=self.device, seed=int(self.seed), whiten_inputs=self.rnd_whiten,
+                       ret_norm_decay=self.int_norm_decay)
         self._pending_steps = 0
         # Input statistics from a uniformly random policy; without whitening nothing reads them,
         # so the steps would be spent for nothing.
-        if rnd_init_steps > 0 and rnd_whiten and self.collector is not None:
-            ro = self.collector.collect(self._random_actions, None, int(rnd_init_steps), self.n_value_heads)
+        if self.rnd_init_steps > 0 and self.rnd_whiten and self.collector is not None:
+            ro = self.collector.collect(self._random_actions, None, self.rnd_init_steps, self.VALUE_HEADS)
             self.rnd.update_obs_stats(ro.obs_raw[1:][ro.valid])
             self._pending_steps = ro.env_steps
 
@@ -95,7 +95,7 @@ class RNDPPO(PPO):
         r_int = self.rnd.normalize_rewards(r_raw)
         term, dones = ro.gae_flags()
         adv_ext, ret_ext = gae(ro.rewards, ro.values[:-1, :, 0], ro.values[1:, :, 0], term, dones,
-                               self.gamma, self.gae_lambda)
+                               self.gamma_ext, self.gae_lambda)
         never = torch.zeros_like(ro.terminated)
         adv_int, ret_int = gae(r_int, ro.values[:-1, :, 1], ro.values[1:, :, 1], never, never,
                                self.gamma_int, self.gae_lambda)
@@ -105,8 +105,8 @@ class RNDPPO(PPO):
                    "charts/intrinsic_reward_raw": float(r_raw[valid].sum()) / n_valid}
         return adv, torch.stack([ret_ext, ret_int], dim=-1), metrics
 
-    def _extra_update(self, ro: Rollout, valid_idx: torch.Tensor) -> dict:
-        x = ro.obs_raw[1:].reshape(-1, ro.obs_raw.shape[-1])[valid_idx]
+    def _extra_update(self, ro: Rollout, index: torch.Tensor) -> dict:
+        x = Rollout.take(ro.obs_raw[1:], index)  # the true next observations of the real transitions
         losses = []
         for _ in range(self.epochs):
             perm = torch.randperm(x.shape[0], generator=self.gen, device=self.device)
@@ -140,15 +140,3 @@ class RNDPPO(PPO):
         self.rnd.rng.bit_generator.state = state["rnd_rng"]
         self._pending_steps = int(state["pending_steps"])
 
-
-def _signature() -> inspect.Signature:
-    """RNDPPO's own parameters followed by PPO's (minus ``gamma``), so the registry can check
-    config keys against one explicit list without the PPO arguments being repeated here."""
-    own = [p for p in inspect.signature(RNDPPO.__init__).parameters.values()
-           if p.name != "self" and p.kind is not p.VAR_KEYWORD]
-    names = {p.name for p in own}
-    ppo = [p for p in inspect.signature(PPO).parameters.values() if p.name not in names and p.name != "gamma"]
-    return inspect.Signature(own + ppo)
-
-
-RNDPPO.__signature__ = _signature()

@@ -1,4 +1,4 @@
-"""Shared pieces of the on-policy algorithms (REINFORCE, PPO, RND-PPO).
+"""How the on-policy learners (REINFORCE, PPO, RND-PPO; base: :mod:`her_rl.algos.onpolicy`) collect.
 
 * :class:`ObsProcessor` turns what a vector env returns into a flat float32 batch ``[N, D]``
   (goal envs: ``observation`` and ``desired_goal`` concatenated; Discrete observations one-hot)
@@ -36,7 +36,6 @@ import torch
 import torch.nn as nn
 from gymnasium import spaces
 
-from her_rl.envs import make_vec
 from her_rl.registry import ConfigError
 from her_rl.rl.actions import ContinuousAction, DiscreteAction
 from her_rl.rl.nets import mlp
@@ -195,6 +194,15 @@ class Rollout:
         """``(terminated, dones)`` for :func:`her_rl.rl.returns.gae` with invalid steps cut off."""
         return self.terminated | ~self.valid, self.dones | ~self.valid
 
+    def valid_index(self) -> torch.Tensor:
+        """Flat indices (``t * N + n``) of the real transitions: only they enter the losses."""
+        return torch.nonzero(self.valid.reshape(-1)).squeeze(-1)
+
+    @staticmethod
+    def take(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """Rows ``index`` (see :meth:`valid_index`) of a ``[T, N, ...]`` tensor, as ``[B, ...]``."""
+        return x.reshape(-1, *x.shape[2:])[index]
+
 
 ActFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 ValueFn = Callable[[torch.Tensor], torch.Tensor]
@@ -281,34 +289,3 @@ class RolloutCollector:
             episode_lengths=lens,
             episode_successes=succ,
         )
-
-
-def make_actor_critic(algo: str, env: dict, num_envs: int, seed: int, normalize_obs: bool, obs_clip: float,
-                      hidden, activation: str, log_std_init: float, value_heads: int | None, inference: bool = False):
-    """The training envs, observation processor, policy and (if ``value_heads``) critic of an on-policy
-    algorithm. Networks are initialised from ``seed`` alone, whatever the global torch RNG holds.
-    ``inference``: one env copy is built only to read the spaces, then closed; no envs are returned."""
-    envs = make_vec(env, 1 if inference else int(num_envs), seed)
-    check_spaces(algo, envs.single_observation_space, envs.single_action_space)
-    obs_proc = ObsProcessor(envs.single_observation_space, normalize_obs, obs_clip)
-    action_space = envs.single_action_space
-    if inference:
-        envs.close()
-        envs = None
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
-        policy = Policy(obs_proc.dim, action_space, hidden, activation, True, log_std_init)
-        critic = (mlp(obs_proc.dim, value_heads, hidden, activation, ortho_init=True, out_gain=1.0)
-                  if value_heads else None)
-    return envs, obs_proc, policy, critic
-
-
-def obs_for_act(obs_proc: ObsProcessor, obs, device) -> torch.Tensor:
-    """Raw vector-env observations -> policy input for ``act`` (stats are never updated here)."""
-    return torch.from_numpy(obs_proc.normalize(obs_proc.flat(obs), update=False)).to(device)
-
-
-def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:
-    """``1 - Var(target - pred) / Var(target)`` (nan when the target is constant)."""
-    var = target.var()
-    return float("nan") if var == 0 else float(1 - (target - pred).var() / var)
