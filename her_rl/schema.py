@@ -13,8 +13,8 @@ from typing import Any, Callable
 from her_rl.envs import bitflip, deep_sea
 from her_rl.errors import ConfigError
 from her_rl.registry import check_algo_keys, resolve_target
-from her_rl.rules import (ACTIVATION, BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, MAX_SEED, NON_NEGATIVE,  # noqa: F401
-                          POSITIVE, SEED, TEXT, UNIT, UNIT_OPEN_CLOSED, Rule, RuleError, check_values, choice, integer, optional, real, show)
+from her_rl.rules import (BOOL, COUNT, MAX_ENVS, MAX_SEED, NON_NEGATIVE, POSITIVE, SEED, TEXT,  # noqa: F401
+                          UNIT_OPEN_CLOSED, Rule, RuleError, choice, integer, optional, real, show)
 
 
 # ---- top level ------------------------------------------------------------------------------
@@ -67,44 +67,9 @@ def check_top(cfg: dict[str, Any]) -> None:
 
 # ---- algorithm groups -----------------------------------------------------------------------
 
-_PG_COMMON = {  # shared by REINFORCE and PPO-style algorithms (her_rl/algos/rollout.py)
-    "num_envs": integer(1, MAX_ENVS), "lr": POSITIVE, "ent_coef": NON_NEGATIVE, "max_grad_norm": GRAD_NORM,
-    "hidden": HIDDEN, "activation": ACTIVATION, "normalize_obs": BOOL, "obs_clip": POSITIVE,
-    "log_std_init": real(),
-}
-_PPO = {
-    **_PG_COMMON, "num_steps": COUNT, "epochs": COUNT, "minibatch_size": COUNT, "lr_anneal": BOOL,
-    "clip_eps": POSITIVE, "clip_anneal": BOOL, "anneal_steps": optional(COUNT), "gamma": UNIT_OPEN_CLOSED,
-    "gae_lambda": UNIT, "vf_coef": NON_NEGATIVE, "norm_adv": BOOL, "target_kl": optional(POSITIVE),
-}
-
-
-def _check_anneal(algo: dict[str, Any]) -> None:
-    if (algo.get("lr_anneal") or algo.get("clip_anneal")) and not algo.get("anneal_steps"):
-        raise ConfigError("algo.anneal_steps=null is not allowed with lr_anneal or clip_anneal: annealing needs "
-                          "the env steps until lr/clip reach 0 (an integer >= 1)")
-
-
-_LEGACY = {  # TEMPORARY until the on-policy classes declare RULES
-    "reinforce": ({
-        **_PG_COMMON, "gamma": UNIT_OPEN_CLOSED, "baseline": choice("none", "critic"), "vf_lr": POSITIVE,
-        "normalize_adv": BOOL, "max_episode_steps": COUNT,
-    }, None),
-    "ppo": (_PPO, _check_anneal),
-    "rnd_ppo": ({
-        **{k: v for k, v in _PPO.items() if k != "gamma"},
-        "gamma_ext": UNIT_OPEN_CLOSED, "gamma_int": UNIT_OPEN_CLOSED, "ext_coef": NON_NEGATIVE,
-        "int_coef": NON_NEGATIVE, "rnd_lr": POSITIVE, "rnd_hidden": HIDDEN, "rnd_embed_dim": COUNT,
-        "predictor_fraction": UNIT_OPEN_CLOSED, "rnd_init_steps": integer(0), "rnd_whiten": BOOL,
-        "int_norm_decay": UNIT_OPEN_CLOSED,
-    }, _check_anneal),
-}
-
-
 def algo_rules(name: str) -> dict[str, Rule]:
     """The rules of algo ``name``'s keys, as its registered class declares them."""
-    cls = resolve_target(name, None)
-    return cls.RULES if hasattr(cls, "RULES") else _LEGACY[name][0]
+    return resolve_target(name, None).RULES
 
 
 def check_algo(algo: dict[str, Any]) -> None:
@@ -113,15 +78,7 @@ def check_algo(algo: dict[str, Any]) -> None:
     by the class's own ``check_config`` (its rules, then keys that constrain each other)."""
     name = algo["name"]
     check_algo_keys(name, algo)  # also refuses an unknown algo name
-    values = {k: v for k, v in algo.items() if k not in ("name", "_target_")}
-    cls = resolve_target(name, None)
-    if hasattr(cls, "check_config"):
-        cls.check_config(values)
-        return
-    rules, cross = _LEGACY[name]
-    check_values(rules, values)
-    if cross is not None:
-        cross(values)
+    resolve_target(name, None).check_config({k: v for k, v in algo.items() if k not in ("name", "_target_")})
 
 
 # ---- env groups -----------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from her_rl.agent import IterationResult
 from her_rl.envs import make_vec
 from her_rl.errors import NonFiniteError
 from her_rl.evaluation import eval_seed, evaluate
-from her_rl.guard import Guard
+from her_rl.guard import Guard, failure_in_iteration
 from her_rl.logger import RunLogger, final_metrics, hparams_of
 from her_rl.plan import Plan
 from her_rl.progress import Progress, clear_line, job_label
@@ -137,7 +137,15 @@ class Trainer:
         while s.env_steps < self.budget and not s.solved and not self.signals.received:
             if self.wall_budget is not None and time.perf_counter() - self.start >= self.wall_budget:
                 break
-            result = self.agent.train_iteration()
+            try:
+                result = self.agent.train_iteration()
+            except (ValueError, RuntimeError) as exc:  # torch refusing a non-finite value mid-iteration
+                bad = failure_in_iteration(exc)
+                if bad is None:
+                    raise
+                s.iteration += 1
+                self._nonfinite(bad)
+                continue
             s.env_steps += result.env_steps
             s.iteration += 1
             s.episodes += len(result.episode_returns)
@@ -189,6 +197,10 @@ class Trainer:
             self.skips_in_row = 0
             self.guard.remember_good()
             return True
+        self._nonfinite(bad)
+        return False
+
+    def _nonfinite(self, bad: str) -> None:
         s = self.state
         where = f"non-finite {bad} in iteration {s.iteration} (env step {s.env_steps:,})"
         if not self.guard.keep_last_good:
@@ -200,7 +212,6 @@ class Trainer:
                                  f"stopped, {self._kept()}")
         warn(f"{where}; update skipped, networks restored to the last good iteration")
         self.progress.update(s.env_steps, s.wall_time_s)
-        return False
 
     def _kept(self) -> str:
         if self.saved_at is None:
