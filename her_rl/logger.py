@@ -31,9 +31,9 @@ class RunLogger:
             self.writer.add_scalar(tag, value, step)
         self.metrics.add(values, step)
 
-    def config(self, config_yaml: str) -> None:
-        """The resolved config as text (TensorBoard's Text tab)."""
-        self.writer.add_text("config", "```\n" + config_yaml + "\n```", 0)
+    def config(self, config_yaml: str, step: int = 0) -> None:
+        """The resolved config as text (TensorBoard's Text tab), at the step it took effect."""
+        self.writer.add_text("config", "```\n" + config_yaml + "\n```", step)
 
     def hparams(self, hparams: dict[str, Any], metrics: dict[str, float]) -> None:
         """The run's hyperparameters with its final metrics (TensorBoard's HParams tab), in this run's

@@ -98,6 +98,8 @@ class Trainer:
         config = plan.config
         self.plan, self.agent, self.state, self.config = plan, agent, state, config
         self.goal_env = plan.spaces.goal_env
+        self._reconsider_solved()
+        self.first_iteration = state.iteration  # > 0 on resume: a finished run resumed logs nothing twice
         self.score = "success_rate" if self.goal_env else "return"  # what the progress line shows
         self.budget, self.wall_budget = int(config["budget"]["env_steps"]), config["budget"]["wall_time_s"]
         self.eval_envs = make_vec(config["env"], int(config["eval"]["episodes"]), seed=int(config["seed"]))
@@ -111,9 +113,18 @@ class Trainer:
         label, parallel = job_label(config["algo"]["name"], config["env"]["name"])
         self.progress = Progress(self.budget, self.wall_budget, step=state.env_steps, elapsed=state.wall_time_s,
                                  label=label, enabled=bool(config["progress"]), plain=parallel)
-        self.logger.config(plan.yaml)
+        if state.iteration == 0 or plan.changes:  # a resume changing nothing logs no second config
+            self.logger.config(plan.yaml, state.env_steps)
         self.signals = StopSignals()
         self.start = self.last_ckpt = 0.0
+
+    def _reconsider_solved(self) -> None:
+        """A resumed run is judged by this command's ``eval`` table: with ``stop_when_solved=false``, or a
+        threshold the last evaluation no longer meets, a run saved as solved trains on to its budget."""
+        s, eval_cfg = self.state, self.config["eval"]
+        if s.solved_at_env_steps is not None and s.eval is not None and not is_solved(eval_cfg, self.goal_env, s.eval):
+            s.solved_at_env_steps = None
+        s.solved = s.solved and s.solved_at_env_steps is not None and bool(eval_cfg["stop_when_solved"])
 
     def train(self) -> bool:
         """Train until a stop, evaluate, checkpoint; returns whether the final checkpoint was written."""
@@ -173,7 +184,7 @@ class Trainer:
             self.progress.update(s.env_steps, s.wall_time_s, eval=s.eval[self.score])
         ended = ("stopped" if self.signals.received else "solved" if s.solved
                  else "done" if s.env_steps >= self.budget else "time up")
-        if not self.signals.received:
+        if not self.signals.received and s.iteration > self.first_iteration:
             self.logger.hparams(hparams_of(self.config, self.plan.overrides), final_metrics(self.results()))
         return ended
 

@@ -152,3 +152,31 @@ def test_load_evaluates_with_the_saved_run_settings_next_to_the_checkpoint(tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ev", "run"]  # no default folder
     with pytest.raises(ConfigError, match="cannot evaluate: the checkpoint was trained with n=5"):
         main([f"load={out}", "n=4"])
+
+
+def test_a_solved_run_resumed_without_stop_when_solved_trains_on_to_its_new_budget(tmp_path):
+    out = tmp_path / "run"
+    solved = main(["n=3", "progress=false", "eval.every_iterations=1", "eval.success_threshold=0.5",
+                   "budget.env_steps=20000"], out_dir=out)
+    assert solved["solved"] and solved["env_steps"] < 20000
+    more = solved["env_steps"] + 500
+    again = main(["resume=true", "eval.stop_when_solved=false", f"budget.env_steps={more}"], out_dir=out)
+    assert again["env_steps"] >= more
+    assert again["solved_at_env_steps"] == solved["solved_at_env_steps"]  # when it first solved is kept
+
+
+def test_resuming_a_finished_run_logs_no_point_twice(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = tmp_path / "run"
+    train(out)
+    before = (out / "metrics.jsonl").read_text()
+    train(out, "resume=true")
+    assert (out / "metrics.jsonl").read_text() == before
+    acc = EventAccumulator(str(out / "tb"), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    for tag in acc.Tags()["scalars"]:
+        steps = [e.step for e in acc.Scalars(tag)]
+        assert len(steps) == len(set(steps)), tag
+    for tag in acc.Tags()["tensors"]:
+        assert len(acc.Tensors(tag)) == 1, tag  # HParams summaries: once
