@@ -33,6 +33,11 @@ def resolved(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
 _PROBED: dict[tuple[str, str], EnvSpaces] = {}  # one probe per env config and process (her-run checks twice)
 
 
+def forget_probes() -> None:
+    """Forget the env spaces probed so far in this process (the next check builds the env again)."""
+    _PROBED.clear()
+
+
 def _probe_failure(env: dict[str, Any], exc: ConfigError) -> ConfigError:
     """make_vec's one line, told as the probe tells it: which packages, which kwargs."""
     import gymnasium as gym

@@ -34,7 +34,7 @@ def builds(monkeypatch):
 
     monkeypatch.setattr(gym, "make", counted_make)
     monkeypatch.setattr(gym, "make_vec", counted_make_vec)
-    monkeypatch.setattr(config_module, "_PROBED", {})
+    config_module.forget_probes()
     return made
 
 
