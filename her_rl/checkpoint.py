@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from her_rl.errors import CheckpointError, OutputError  # noqa: F401  (also importable from here)
+from her_rl.run_state import RunState
 from her_rl.rundir import CHECKPOINT
 
 KEYS = ("agent", "runner", "rng", "config")
@@ -110,7 +111,23 @@ def load(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> d
                               f"{', '.join(KEYS)}; found {found})")
     if not isinstance(obj["config"], dict) or not isinstance(obj["runner"], dict):
         raise CheckpointError(f"cannot load checkpoint {path}: not a her-rl checkpoint (config/runner are not dicts)")
+    if not isinstance(obj["agent"], dict) or not obj["agent"]:
+        raise CheckpointError(f"cannot load checkpoint {path}: its agent entry is empty or not a mapping")
+    RunState.restore(obj["runner"], path)  # counters in range and consistent, or one line naming the entry
+    _check_rng(obj["rng"], path)
     return obj
+
+
+def _check_rng(state: Any, path: Path) -> None:
+    """Whether ``state`` can be restored: tried on the global generators, which are then put back."""
+    before = rng_state()
+    try:
+        set_rng_state(state)
+    except Exception as exc:  # noqa: BLE001  (a tampered entry fails in many ways: Type/Value/Key/Index...)
+        raise CheckpointError(f"cannot load checkpoint {path}: its rng entry cannot be restored "
+                              f"({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
+    finally:
+        set_rng_state(before)
 
 
 def write_atomic_text(path: str | os.PathLike, text: str) -> None:

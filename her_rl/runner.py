@@ -25,7 +25,8 @@ from her_rl.plan import Plan, given_overrides, plan_run
 from her_rl.resume import describe
 from her_rl.rl.utils import set_seed
 from her_rl.rundir import CHECKPOINT, CONFIG, RESULTS
-from her_rl.trainer import RunState, Trainer
+from her_rl.run_state import RunState
+from her_rl.trainer import Trainer
 
 __all__ = ["compose", "main", "run", "train", "plan_run", "evaluate", "evaluate_checkpoint", "OutputError",
            "NonFiniteError", "CHECKPOINT", "CONFIG", "RESULTS"]
@@ -71,7 +72,7 @@ def train(plan: Plan) -> dict[str, Any]:
     torch.set_num_threads(int(config["threads"]))
     set_seed(int(config["seed"]))
     agent = make_agent(config, config["device"], state=saved["agent"] if saved else None, source=plan.checkpoint)
-    state = RunState.restore(saved["runner"]) if saved else RunState()
+    state = RunState.restore(saved["runner"], plan.checkpoint) if saved else RunState()
     if saved is not None:
         checkpoint.set_rng_state(saved["rng"])
     plan.take_folder()  # every check passed: from here on the folder is ours and may be written

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -27,30 +26,8 @@ from her_rl.logger import RunLogger, final_metrics, hparams_of
 from her_rl.plan import Plan
 from her_rl.progress import Progress, clear_line, job_label
 from her_rl.results import results_of
+from her_rl.run_state import RunState
 from her_rl.signals import StopSignals
-
-
-@dataclass
-class RunState:
-    """The run's counters: saved in every checkpoint (as ``runner``), restored on resume."""
-
-    env_steps: int = 0
-    iteration: int = 0
-    wall_time_s: float = 0.0
-    episodes: int = 0
-    eval: dict[str, float] | None = None
-    """The last greedy evaluation."""
-    solved: bool = False
-    """Solved with ``eval.stop_when_solved``: the loop ends."""
-    solved_at_env_steps: int | None = None
-    """The env step of the first evaluation that reached the threshold."""
-
-    @classmethod
-    def restore(cls, saved: dict[str, Any]) -> RunState:
-        return cls(**{f.name: saved[f.name] for f in fields(cls) if f.name in saved})
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def eval_due(eval_cfg: dict[str, Any], iteration: int, step: int, steps_this_iteration: int) -> bool:

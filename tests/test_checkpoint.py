@@ -59,6 +59,38 @@ def _bad_file(kind, path, real):
         state = torch.load(io.BytesIO(real), weights_only=True)
         state["agent"] = {"policy": {}}
         torch.save(state, path)
+    elif kind in TAMPERED:
+        state = torch.load(io.BytesIO(real), weights_only=True)
+        TAMPERED[kind](state)
+        torch.save(state, path)
+
+
+def _set(entry, key, value):
+    def tamper(state):
+        state[entry][key] = value
+    return tamper
+
+
+def _replace(entry, value):
+    def tamper(state):
+        state[entry] = value
+    return tamper
+
+
+TAMPERED = {  # a real checkpoint with one entry edited: each is refused before anything is written
+    "empty_runner": (_replace("runner", {}), "its runner entry has no env_steps"),
+    "negative_steps": (_set("runner", "env_steps", -5), "its runner entry has env_steps=-5; it must be an integer >= 0"),
+    "text_steps": (_set("runner", "iteration", "7"), "its runner entry has iteration='7'"),
+    "bool_steps": (_set("runner", "episodes", True), "its runner entry has episodes=True"),
+    "nan_wall": (_set("runner", "wall_time_s", float("nan")), "its runner entry has wall_time_s=nan"),
+    "solved_later": (_set("runner", "solved_at_env_steps", 10**9), "says it solved at env step 1000000000"),
+    "eval_text": (_set("runner", "eval", "good"), "its runner entry has eval='good'"),
+    "rng_missing": (_replace("rng", {}), "its rng entry cannot be restored (KeyError"),
+    "rng_numpy": (_set("rng", "numpy", [1, 2]), "its rng entry cannot be restored"),
+    "rng_torch": (_set("rng", "torch", torch.zeros(3)), "its rng entry cannot be restored"),
+    "rng_python": (_set("rng", "python", [3, [1, 2], None]), "its rng entry cannot be restored"),
+    "empty_agent": (_replace("agent", {}), "its agent entry is empty"),
+}
 
 
 KINDS = {
@@ -69,7 +101,9 @@ KINDS = {
     "raw_pickle": "not a readable torch file",
     "foreign": "not a her-rl checkpoint",
     "agent_of_another_algo": "does not fit algo 'her_dqn'",
+    **{kind: why for kind, (_, why) in TAMPERED.items()},
 }
+TAMPERED = {kind: tamper for kind, (tamper, _) in TAMPERED.items()}
 
 
 @pytest.mark.parametrize("mode", ["resume", "load"])
