@@ -41,8 +41,28 @@ def test_relabelled_reward_and_termination_match_compute_reward(strategy):
     batch = mem.sample(4096)
     np.testing.assert_array_equal(batch["reward"], compute_reward(batch["next_obs"], batch["goal"]))
     np.testing.assert_array_equal(batch["terminated"], batch["reward"] == 0.0)
-    if strategy in ("future", "final", "episode"):
+    if strategy in ("future", "final", "episode", "next", "next_future"):
         assert batch["terminated"].mean() > 0.05  # relabelling makes reaching "a goal" common
+
+
+def test_next_goals_are_what_the_step_itself_achieved_and_next_future_mixes_half_and_half():
+    mem, episodes = _filled_memory("next", k=10**6)
+    ep = np.repeat(np.arange(EPISODES), 3)
+    t = np.minimum(np.tile([0, 1, 2], EPISODES), episodes["length"][ep] - 1)
+    g_ep, g_idx = mem.goal_indices(ep, t, np.random.default_rng(0))
+    assert np.all(g_ep == ep) and np.all(g_idx == t + 1)
+    batch = mem.sample(4000, np.random.default_rng(1))
+    assert batch["terminated"].mean() > 0.99  # each relabelled step reaches its own next achieved goal
+    mem, episodes = _filled_memory("next_future", k=10**6)
+    e = int(np.argmax(episodes["length"]))
+    L = int(episodes["length"][e])
+    ep, t = np.full(20000, e), np.zeros(20000, dtype=np.int64)
+    _, idx = mem.goal_indices(ep, t, np.random.default_rng(2))
+    assert np.all((idx >= 1) & (idx <= L))
+    share_next = (idx == 1).mean()  # next always gives index 1 here; future gives it with probability 1/L
+    assert abs(share_next - (0.5 + 0.5 / L)) < 0.02
+    counts = np.bincount(idx, minlength=L + 1)[2:]
+    assert counts.min() > 0.7 * 0.5 * 20000 / L  # the future half covers every later step
 
 
 def test_future_goals_come_from_the_same_episode_at_or_after_the_transition():

@@ -25,6 +25,12 @@ Strategies (paper, section 4.5):
     episode  an achieved goal from any step of the same episode
     random   an achieved goal drawn uniformly from all stored steps
     none     no relabelling (plain experience replay: the baseline)
+Beyond the paper:
+    next         the goal achieved right after the step itself (index t+1): every relabelled
+                 transition is a one-step success, the densest reward signal a goal env gives
+    next_future  half of the relabelled goals as ``next``, half as ``future`` (the "Next-Future"
+                 strategy of Ozgur, Zurbrugg and Kumar 2025, reported to need fewer samples than
+                 ``future`` on most of the robot-arm tasks it was measured on)
 
 ``random_mix`` draws that share of the relabelled goals as ``random`` does, whatever the strategy:
 on bit-flip an episode of an untrained policy wanders a few bits from its start, so ``future`` goals
@@ -39,7 +45,7 @@ import numpy as np
 
 from her_rl.rl.replay import ReplayBuffer
 
-STRATEGIES = ("future", "final", "episode", "random", "none")
+STRATEGIES = ("future", "final", "episode", "random", "next", "next_future", "none")
 
 RewardFn = Callable[[np.ndarray, np.ndarray, object], np.ndarray]
 
@@ -169,6 +175,11 @@ class HindsightMemory:
         if self.strategy == "random":  # uniform over every goal achieved by a stored step
             other, other_t = self.sample_steps(len(ep), rng)
             return other, other_t + 1
+        if self.strategy == "next":  # the goal the step itself achieved: a one-step success
+            return ep, t + 1
+        if self.strategy == "next_future":  # half next, half future (Ozgur et al. 2025)
+            future = t + 1 + (u * (L - t)).astype(np.int64)
+            return ep, np.where(rng.random(len(ep)) < 0.5, t + 1, future)
         return ep, t + 1  # "none": unused
 
     def _transitions(self, ep, t, goal) -> dict[str, np.ndarray]:
