@@ -13,31 +13,8 @@ markdown table: env steps/s = N * step calls / s.
 from __future__ import annotations
 
 import argparse
-import time
 
-import gymnasium as gym
-import numpy as np
-
-import her_rl  # noqa: F401  (registers the ids)
-
-IDS = {"push": "her_rl/Push-v0", "drag": "her_rl/Drag-v0", "bitflip": "her_rl/BitFlip-v0"}
-
-
-def bench(name: str, num_envs: int, steps: int, repeats: int, warmup: int, kwargs: dict) -> tuple[str, float]:
-    """(class name, best env steps per second) for one env at one batch size."""
-    envs = gym.make_vec(IDS[name], num_envs=num_envs, seed=0, **kwargs)
-    envs.action_space.seed(0)
-    actions = np.stack([envs.action_space.sample() for _ in range(steps)])
-    envs.reset(seed=0)
-    for a in actions[:warmup]:
-        envs.step(a)
-    best = 0.0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for a in actions:
-            envs.step(a)
-        best = max(best, steps * num_envs / (time.perf_counter() - start))
-    return type(envs).__name__, best
+from her_rl.bench.speed import IDS, env_speed_lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,14 +28,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="push/drag action space")
     parser.add_argument("--bits", type=int, default=15, help="bit-flip n")
     args = parser.parse_args(argv)
-
-    print("| env | class | copies | env steps/s | step calls/s |")
-    print("|---|---|---:|---:|---:|")
-    for name in args.envs:
-        kwargs = {"n": args.bits} if name == "bitflip" else {"actions": args.actions}
-        for n in args.num_envs:
-            cls, rate = bench(name, n, args.steps, args.repeats, min(args.warmup, args.steps), kwargs)
-            print(f"| {name} | {cls} | {n} | {rate:,.0f} | {rate / n:,.0f} |", flush=True)
+    for text in env_speed_lines(args.envs, args.num_envs, args.steps, args.repeats, args.warmup, args.actions,
+                                args.bits):
+        print(text, flush=True)
 
 
 if __name__ == "__main__":

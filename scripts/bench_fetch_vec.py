@@ -17,41 +17,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
-import numpy as np
-
-from her_rl.envs import make_vec
+from her_rl.bench.speed import fetch_vec_lines
 
 
-def one_run(envs, actions: np.ndarray, batches: int, seed: int) -> float:
-    """Seconds for ``batches`` lock-step batches (reset + len(actions) steps each)."""
-    start = time.perf_counter()
-    for b in range(batches):
-        envs.reset(seed=seed + b)
-        for a in actions:
-            envs.step(a)
-    return time.perf_counter() - start
-
-
-def bench(env_id: str, modes: list[str], num_envs: int, batches: int, repeats: int, horizon: int) -> dict:
-    """{mode: (seconds to build, best env steps/s, median env steps/s)} for one number of copies."""
-    built, rates = {}, {mode: [] for mode in modes}
-    try:
-        for mode in modes:
-            start = time.perf_counter()
-            envs = make_vec({"name": "bench", "id": env_id, "kwargs": {}, "vectorization": mode}, num_envs, seed=0)
-            built[mode] = (envs, time.perf_counter() - start)
-        actions = np.stack([built[modes[0]][0].action_space.sample() for _ in range(horizon)])
-        for mode in modes:
-            one_run(built[mode][0], actions, 1, seed=1000)  # warm-up
-        for _ in range(repeats):
-            for mode in modes:
-                rates[mode].append(batches * horizon * num_envs / one_run(built[mode][0], actions, batches, seed=0))
-    finally:
-        for envs, _ in built.values():
-            envs.close()
-    return {mode: (built[mode][1], max(rates[mode]), float(np.median(rates[mode]))) for mode in modes}
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -64,14 +35,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--horizon", type=int, default=50, help="steps per batch (Fetch episodes are 50 long)")
     args = parser.parse_args(argv)
 
-    print(f"{args.id}, {os.cpu_count()} CPUs, load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print("| copies | mode | build s | env steps/s (best) | env steps/s (median) |")
-    print("|---:|---|---:|---:|---:|")
-    for n in args.num_envs:
-        for mode, (build_s, best, median) in bench(args.id, args.modes, n, args.batches, args.repeats,
-                                                   args.horizon).items():
-            print(f"| {n} | {mode} | {build_s:.2f} | {best:,.0f} | {median:,.0f} |", flush=True)
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"{args.id}, {os.cpu_count()} CPUs, load average before: {load()}")
+    for text in fetch_vec_lines(args.id, args.modes, args.num_envs, args.batches, args.repeats, args.horizon):
+        print(text, flush=True)
+    print(f"load average after: {load()}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """The job loop of a benchmark: every job in order, in this process or one fresh process per job,
-and the JSON report rewritten after every run."""
+and its JSON file of rows rewritten after every run."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 import multiprocessing
 from pathlib import Path
@@ -28,3 +30,34 @@ def write_report(path: str | Path, report: dict[str, Any]) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic_text(path, json.dumps(report, indent=1, default=str) + "\n")
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, argparse.Namespace):
+        return vars(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def write_rows(path: str | Path, rows: Any, settings: Any = None, **sections: Any) -> None:
+    """A benchmark's JSON file: ``{"settings": ..., "rows": [...], **sections}`` (no settings key
+    when None), a dataclass row as its fields and an argparse namespace as its dict."""
+    report = {} if settings is None else {"settings": _plain(settings)}
+    write_report(path, {**report, "rows": _plain(rows), **_plain(sections)})
+
+
+def run_jobs(run: Callable[[Any], Any], jobs: Iterable[Any], at_once: int = 1, path: str | Path | None = None,
+             settings: Any = None) -> list[Any]:
+    """The rows of ``run`` over every job (see :func:`each_result`); with a ``path``, the JSON rows
+    (:func:`write_rows`) rewritten after every run, so a long bench stopped early keeps its runs."""
+    rows: list[Any] = []
+    for row in each_result(run, jobs, at_once):
+        rows.append(row)
+        if path is not None:
+            write_rows(path, rows, settings)
+    return rows

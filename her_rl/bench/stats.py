@@ -77,3 +77,9 @@ def to_target(rows: Sequence[dict[str, Any]]) -> tuple[int, float | None, float 
     steps = [r["steps_to_target"] if r["reached"] else r["env_steps"] or 0 for r in rows]
     wall = [r["wall_to_target"] if r["reached"] else r["wall_s"] or 0.0 for r in rows]
     return len(rows) - sum(missed), exact_median(steps, missed), exact_median(wall, missed)
+
+
+def known_median(values: Sequence[float | None]) -> float | None:
+    """Median of the known values (None: a run that never got there is left out); None if none is."""
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
