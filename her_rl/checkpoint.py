@@ -72,8 +72,20 @@ def save(obj: dict[str, Any], path: str | os.PathLike) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(path)
-    _write_atomic(path, lambda f: torch.save(obj, f))
+    _write_atomic(path, lambda f: _torch_save(obj, f))
     return path
+
+
+def _torch_save(obj: dict[str, Any], f) -> None:
+    try:
+        torch.save(obj, f)
+    except RuntimeError as exc:  # torch's writer fails again while handling a full disk's OSError
+        context = exc.__context__
+        while context is not None and not isinstance(context, OSError):
+            context = context.__context__
+        if context is None:
+            raise
+        raise context from None
 
 
 def _why_unloadable(exc: BaseException) -> str:

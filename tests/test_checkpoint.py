@@ -148,6 +148,41 @@ def test_full_disk_keeps_the_previous_checkpoint(tmp_path, monkeypatch, capsys):
     assert all("No space left on device" in w and "the previous checkpoint (env step 3" in w for w in warnings)
 
 
+def test_a_disk_that_fills_inside_torch_save_is_the_disk_error_and_keeps_the_previous_file(tmp_path, monkeypatch):
+    """A full disk mid-write makes torch's writer raise a RuntimeError while handling the OSError;
+    the save reports the OSError (what the runner turns into one warning line)."""
+    path = tmp_path / "checkpoint.pt"
+    checkpoint.save({"w": torch.zeros(10)}, path)
+    before = path.read_bytes()
+    real_fdopen = os.fdopen
+
+    class FillingFile(io.RawIOBase):
+        def __init__(self, f):
+            self.f, self.room = f, 200
+
+        def writable(self):
+            return True
+
+        def write(self, data):
+            if len(data) > self.room:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            self.room -= len(data)
+            return self.f.write(data)
+
+        def fileno(self):
+            return self.f.fileno()
+
+        def close(self):
+            self.f.close()
+            super().close()
+
+    monkeypatch.setattr(checkpoint.os, "fdopen", lambda fd, mode: FillingFile(real_fdopen(fd, mode)))
+    with pytest.raises(OSError) as err:
+        checkpoint.save({"w": torch.arange(100_000.0)}, path)
+    assert err.type is not RuntimeError and err.value.errno == errno.ENOSPC
+    assert path.read_bytes() == before and not list(tmp_path.glob("*.tmp"))
+
+
 def test_atomic_text_writes_use_unique_temp_files(tmp_path, monkeypatch):
     temps, replace = [], os.replace
 
