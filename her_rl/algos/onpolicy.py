@@ -12,7 +12,9 @@ what they all act and learn with:
     networks   an actor (``hidden`` layers of ``activation``; Gaussian actions start at
                ``log_std_init``) and, where the learner has one, a critic with ``VALUE_HEADS`` outputs,
                both initialised from ``seed`` alone;
-    steps      gradient steps clipped to a norm of ``max_grad_norm``; an entropy bonus ``ent_coef``.
+    steps      gradient steps clipped to a norm of ``max_grad_norm``; an entropy bonus ``ent_coef``;
+    resume     a checkpoint holds the episodes in progress (``CONTINUES_EPISODES``: the env's state
+               too, see :mod:`her_rl.envs.state`), so a resumed run ends as one that never stopped.
 
 A learner names itself (``NAME``, its registry name), adds its keys as fields and their rules, and
 writes ``build`` (optimisers, anything else it trains) and ``train_iteration``.
@@ -20,6 +22,7 @@ writes ``build`` (optimisers, anything else it trains) and ``train_iteration``.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Sequence
 
@@ -51,6 +54,9 @@ class OnPolicyLearner:
     RULES: ClassVar[dict[str, Rule]] = PG_RULES
     VALUE_HEADS: ClassVar[int] = 1
     """Critic outputs, one per return the learner estimates."""
+    CONTINUES_EPISODES: ClassVar[bool] = True
+    """Whether episodes run on from one iteration into the next, so that checkpoints save them
+    (a learner whose iterations start with seeded resets has nothing to save)."""
 
     env: dict[str, Any]
     seed: int = 0
@@ -133,15 +139,15 @@ class OnPolicyLearner:
 
     # -- checkpoints ---------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        """Networks, optimiser, observation statistics, counters and the sampling RNG.
-
-        The env's own state is not saved: after a resume the training envs start new episodes.
-        """
+        """Networks, optimiser, observation statistics, counters, the sampling RNG and (when
+        ``CONTINUES_EPISODES``) the training episodes in progress."""
         state = {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
                  "obs_rms": self.obs_proc.state_dict(), "gen": self.gen.get_state(),
                  "global_step": self.global_step, "iteration": self.iteration}
         if self.critic is not None:
             state["critic"] = self.critic.state_dict()
+        if self.collector is not None and self.CONTINUES_EPISODES:
+            state["collector"] = self.collector.state_dict()
         return state
 
     def load_state_dict(self, state: dict) -> None:
@@ -152,6 +158,24 @@ class OnPolicyLearner:
         self.obs_proc.load_state_dict(state["obs_rms"])
         self.gen.set_state(state["gen"])
         self.global_step, self.iteration = int(state["global_step"]), int(state["iteration"])
+        if self.collector is not None and self.CONTINUES_EPISODES:
+            self._load_episodes(state.get("collector"))
+
+    def _load_episodes(self, saved: dict | None) -> None:
+        """Continue the saved training episodes, or say in one line why they restart."""
+        if saved is None:
+            why = "the checkpoint holds no training episodes (written by an earlier version)"
+        elif self.collector.load_state_dict(saved):
+            return
+        else:
+            why = f"the state of env '{self.env['id']}' cannot be saved"
+        print(f"her-run: warning: {why}: the resumed training episodes restart, so this run will not end "
+              "exactly as one that never stopped", file=sys.stderr, flush=True)
+
+
+def iteration_seed(seed: int, iteration: int) -> int:
+    """The reset seed of iteration ``iteration`` of a run seeded ``seed`` (a resumed run replays it)."""
+    return int(np.random.SeedSequence([int(seed), int(iteration)]).generate_state(1)[0])
 
 
 def make_actor_critic(algo: str, env: dict, num_envs: int, seed: int, normalize_obs: bool, obs_clip: float,

@@ -1,6 +1,7 @@
 """REINFORCE (Williams 1992): Monte-Carlo policy gradient on whole episodes.
 
-One ``train_iteration`` resets the ``num_envs`` vectorised envs, runs each until it has ended one
+One ``train_iteration`` resets the ``num_envs`` vectorised envs (seeded from the run's seed and the
+iteration, so a resumed run replays the episodes of the one it continues), runs each until it has ended one
 episode (a batch of ``num_envs`` complete episodes, steps after each env's end are masked out),
 and takes one gradient step on ``-mean_t(log pi(a_t|s_t) * A_t)``.
 
@@ -23,7 +24,7 @@ from typing import Sequence
 import torch
 
 from her_rl.agent import IterationResult
-from her_rl.algos.onpolicy import PG_RULES, OnPolicyLearner, explained_variance
+from her_rl.algos.onpolicy import PG_RULES, OnPolicyLearner, explained_variance, iteration_seed
 from her_rl.algos.rollout import Rollout
 from her_rl.rl.losses import PGLoss
 from her_rl.rl.returns import gae
@@ -35,6 +36,7 @@ class Reinforce(OnPolicyLearner):
     NAME = "reinforce"
     RULES = {**PG_RULES, "gamma": UNIT_OPEN_CLOSED, "baseline": choice("none", "critic"), "vf_lr": POSITIVE,
              "normalize_adv": BOOL, "max_episode_steps": COUNT}
+    CONTINUES_EPISODES = False  # every iteration starts with a seeded reset
 
     num_envs: int = 4
     lr: float = 1e-2
@@ -56,7 +58,8 @@ class Reinforce(OnPolicyLearner):
         self.pg_loss = PGLoss()
 
     def train_iteration(self) -> IterationResult:
-        ro = self.collector.collect(self.sample, self.critic, one_episode_each=True, max_steps=self.max_episode_steps)
+        ro = self.collector.collect(self.sample, self.critic, one_episode_each=True, max_steps=self.max_episode_steps,
+                                    reset_seed=iteration_seed(self.seed, self.iteration))
         term, dones = ro.gae_flags()
         # lambda = 1: A_t = sum_k gamma^k r_{t+k} (+ gamma^.. V(final) if truncated) - V(s_t)
         adv, returns = gae(ro.rewards, ro.values[:-1, :, 0], ro.values[1:, :, 0], term, dones, self.gamma, 1.0)

@@ -6,7 +6,8 @@
   ``act``).
 * :class:`Policy` is the actor for a ``Discrete`` or ``Box`` action space, built from the shared
   ``mlp`` and action classes; :func:`check_spaces` rejects other spaces with a ConfigError.
-* :class:`RolloutCollector` steps a vector env and returns a :class:`Rollout`.
+* :class:`RolloutCollector` steps a vector env and returns a :class:`Rollout`; its ``state_dict``
+  holds the episodes in progress (with the env's state where it can be saved: resume continues them).
 
 Truncation and gymnasium 1.x NEXT_STEP autoreset
 ------------------------------------------------
@@ -36,6 +37,7 @@ import torch
 import torch.nn as nn
 from gymnasium import spaces
 
+from her_rl.envs.state import env_state, restore_env_state
 from her_rl.registry import ConfigError
 from her_rl.rl.actions import ContinuousAction, DiscreteAction
 from her_rl.rl.nets import mlp
@@ -44,11 +46,8 @@ from her_rl.rl.normalize import RunningMeanStd
 
 def check_spaces(algo: str, obs_space: spaces.Space, act_space: spaces.Space) -> None:
     """Raise a ConfigError unless ``algo`` can observe ``obs_space`` and act in ``act_space``."""
-    if isinstance(act_space, spaces.Discrete):
-        pass
-    elif isinstance(act_space, spaces.Box) and len(act_space.shape) == 1:
-        pass
-    else:
+    vector = isinstance(act_space, spaces.Box) and len(act_space.shape) == 1
+    if not (isinstance(act_space, spaces.Discrete) or vector):
         raise ConfigError(
             f"algo '{algo}' acts in Discrete or 1-D Box (continuous) action spaces; this env's action "
             f"space is {act_space}. Use an env with one of those, or wrap it to flatten its actions."
@@ -231,13 +230,36 @@ class RolloutCollector:
     def _tensor(self, x: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(x).to(self.device)
 
+    _COUNTS = {"prev_done": bool, "ep_ret": np.float64, "ep_len": np.int64}  # per-env counters and their dtypes
+
+    def state_dict(self) -> dict:
+        """The episodes in progress: the last observations, what the collector counts of them and
+        the vector env's own state (None where it cannot be saved: see :mod:`her_rl.envs.state`)."""
+        state = {name: torch.from_numpy(getattr(self, "_" + name).copy()) for name in ("obs", *self._COUNTS)}
+        return {**state, "envs": env_state(self.envs)}
+
+    def load_state_dict(self, state: dict) -> bool:
+        """Continue the saved episodes; False (they restart) where the env's state was not saved."""
+        if state["envs"] is None:
+            return False
+        obs = state["obs"].numpy()
+        if obs.shape != self._obs.shape:
+            raise ValueError(f"saved observations of shape {tuple(obs.shape)}, this env gives {self._obs.shape}")
+        restore_env_state(self.envs, state["envs"])
+        self._obs = obs.astype(np.float32)
+        for name, dtype in self._COUNTS.items():
+            setattr(self, "_" + name, state[name].numpy().astype(dtype).reshape(self.num_envs))
+        return True
+
     @torch.no_grad()
     def collect(self, act_fn: ActFn, value_fn: ValueFn | None, num_steps: int | None = None,
-                n_heads: int = 1, one_episode_each: bool = False, max_steps: int = 100_000) -> Rollout:
-        """Collect ``num_steps`` vector steps, or (``one_episode_each``) reset and run until every
-        env has ended one episode, marking each env's steps after its episode invalid."""
+                n_heads: int = 1, one_episode_each: bool = False, max_steps: int = 100_000,
+                reset_seed: int | None = None) -> Rollout:
+        """Collect ``num_steps`` vector steps, or (``one_episode_each``) reset with ``reset_seed``
+        and run until every env has ended one episode, marking each env's steps after its episode
+        invalid."""
         if one_episode_each:
-            self.reset()
+            self.reset(reset_seed)
             num_steps = max_steps
         finished = np.zeros(self.num_envs, dtype=bool)
         buf: dict[str, list] = {k: [] for k in ("obs", "raw", "act", "logp", "rew", "term", "trunc", "valid")}
@@ -275,17 +297,8 @@ class RolloutCollector:
             values = torch.zeros(*obs.shape[:2], n_heads, device=self.device)
         else:  # one batched forward pass for all T + 1 rows instead of one per step
             values = value_fn(obs.reshape(-1, obs.shape[-1])).reshape(*obs.shape[:2], n_heads)
-        return Rollout(
-            obs=obs,
-            obs_raw=torch.stack(buf["raw"] + [self._tensor(self._obs)]),
-            actions=torch.stack(buf["act"]),
-            logp=torch.stack(buf["logp"]),
-            values=values,
-            rewards=torch.stack(buf["rew"]),
-            terminated=torch.stack(buf["term"]),
-            truncated=torch.stack(buf["trunc"]),
-            valid=torch.stack(buf["valid"]),
-            episode_returns=rets,
-            episode_lengths=lens,
-            episode_successes=succ,
-        )
+        stacked = {k: torch.stack(buf[k]) for k in ("act", "logp", "rew", "term", "trunc", "valid")}
+        return Rollout(obs=obs, obs_raw=torch.stack(buf["raw"] + [self._tensor(self._obs)]), actions=stacked["act"],
+                       logp=stacked["logp"], values=values, rewards=stacked["rew"], terminated=stacked["term"],
+                       truncated=stacked["trunc"], valid=stacked["valid"], episode_returns=rets,
+                       episode_lengths=lens, episode_successes=succ)
