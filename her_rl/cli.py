@@ -1,8 +1,10 @@
 """``her-run``: the Hydra entry point.
 
-Before Hydra runs (and creates a run folder), the command is composed and checked here: group
-names, Hydra's own override and key errors, every value, the env's spaces, the run folder. A
-problem is one line ``her-run: error: ...`` and exit status 2, with nothing created or written.
+Before Hydra runs (and creates a run folder), the command is composed and checked here: flags and
+overrides that would make Hydra run code (:func:`her_rl.plan.check_overrides`), group names,
+Hydra's own override and key errors, every value, the env's spaces, the run or sweep folder, the
+launcher. A problem is one line ``her-run: error: ...`` and exit status 2, with nothing created or
+written.
 ``load=`` evaluates without Hydra's run machinery, so no run folder is made for it. Inside the
 Hydra job, a refused run removes the (empty) folder Hydra made for it. ``--version`` is her-rl's;
 ``--help`` is Hydra's, with her-run's template (``conf/hydra/help/her_rl.yaml``).
@@ -22,12 +24,19 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from her_rl import rundir, video
 from her_rl.envs.custom import import_given
 from her_rl.errors import ConfigError, NonFiniteError, OutputError, one_line
+from her_rl.plan import check_overrides, check_sweep, sweep_variants
 from her_rl.registry import algo_info, check_env_name
 
 # Flags after which Hydra does something other than run jobs (help, printing the config, ...).
 _RUN_FLAGS = ("-m", "--multirun")
-_MULTIRUN_CHECKS = 64  # at most this many sweep variants are composed and checked up front
 _HELP_FLAGS = ("--help", "-h")
+# Hydra's flags that only print or pick multirun; the others read configs from elsewhere (--config-dir,
+# --config-path, --config-name) or unpickle a file (--experimental-rerun). -r is the default mode.
+_FLAGS = (*_RUN_FLAGS, *_HELP_FLAGS, "--hydra-help", "--version", "-c", "--cfg", "--resolve", "-p", "--package",
+          "-i", "--info", "-sc", "--shell-completion")
+_SINGLE_RUN = ("-r", "--run")
+_EXTRAS = {"hydra/launcher/ray": "ray", "hydra/launcher/joblib": "launchers", "hydra/sweeper/optuna": "tune",
+           "hydra/launcher/submitit_local": "launchers", "hydra/launcher/submitit_slurm": "launchers"}
 _DIRECTION = "hydra.sweeper.direction"
 
 rundir.register_resolvers()  # ${run_suffix:} in hydra.run.dir, also in launcher worker processes
@@ -49,10 +58,12 @@ def _check_tuned_name(name: str) -> None:
 
 
 def check_group_names(overrides: list[str]) -> None:
-    """Reject unknown algo/env/tuned names with one line listing the choices, before Hydra composes
-    (sweeps included: ``algo=ppo,reinforce``, ``env=choice(cartpole,nope)``)."""
+    """Reject an override that would make Hydra run code (:func:`her_rl.plan.check_overrides`), then
+    unknown algo/env/tuned names with one line listing the choices, before Hydra composes (sweeps
+    included: ``algo=ppo,reinforce``, ``env=choice(cartpole,nope)``)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    check_overrides(overrides)
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         check = {"algo": algo_info, "env": check_env_name, "tuned": _check_tuned_name}.get(override.key_or_group)
         if check is None or override.is_delete():
@@ -92,7 +103,9 @@ def hydra_message(exc: BaseException, overrides: list[str]) -> str:
     if isinstance(exc, MissingConfigException):
         lines = [line.strip() for line in text.split("Config search path")[0].splitlines() if line.strip()]
         head, options = lines[0], [line for line in lines[1:] if not line.startswith("Available")]
-        return head + (f"; available: {', '.join(options)}" if options else "")
+        extra = next((extra for path, extra in _EXTRAS.items() if f"'{path}'" in head), None)
+        hint = f" (it comes with her-rl's {extra} extra: pip install -e \".[{extra}]\")" if extra else ""
+        return head + (f"; available: {', '.join(options)}" if options else "") + hint
     return one_line(text.split("Config search path")[0])
 
 
@@ -113,32 +126,8 @@ def _task_config(cfg: DictConfig) -> DictConfig:
 def _explicit_run_dir(cfg: DictConfig) -> Path | None:
     """hydra.run.dir when the command gave it (the default names a new, unique folder)."""
     if any(o.split("=", 1)[0].lstrip("+") == "hydra.run.dir" for o in cfg.hydra.overrides.hydra):
-        return Path(str(OmegaConf.select(cfg, "hydra.run.dir")))
+        return rundir.folder_path(OmegaConf.select(cfg, "hydra.run.dir"), "hydra.run.dir")
     return None
-
-
-def _sweep_variants(overrides: list[str]) -> list[list[str]]:
-    """Each value of each swept key once (other sweeps at their first value): every value a sweep
-    would use is checked without composing the whole product."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parsed = OverridesParser.create().parse_overrides(list(overrides))
-    choices = []
-    for o in parsed:
-        if o.is_sweep_override():
-            try:
-                choices.append([f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()])
-            except Exception:  # interval sweeps of optimiser plugins: left to the plugin
-                choices.append([])
-        else:
-            choices.append([o.input_line])
-    first = [c[0] for c in choices if c]
-    variants = [first]
-    for i, values in enumerate(choices):
-        for value in values[1:]:
-            variant = [c[0] for c in choices[:i] if c] + [value] + [c[0] for c in choices[i + 1:] if c]
-            variants.append(variant)
-    return variants[:_MULTIRUN_CHECKS]
 
 
 def _preflight(argv: list[str]) -> tuple[DictConfig, list[str], Path | None] | None:
@@ -149,8 +138,10 @@ def _preflight(argv: list[str]) -> tuple[DictConfig, list[str], Path | None] | N
 
     overrides = [a for a in argv if a not in _RUN_FLAGS]
     if set(argv) & set(_RUN_FLAGS):
-        for variant in _sweep_variants(overrides):
+        for i, variant in enumerate(sweep_variants(overrides)):
             cfg = _compose(variant)
+            if i == 0:
+                check_sweep(cfg)
             if not _task_config(cfg).get("load"):
                 validate(_task_config(cfg))
         return None
@@ -233,7 +224,21 @@ def _help() -> None:
         print(text.getvalue().replace("Show Hydra's version and exit", "Show her-rl's version and exit"), end="")
 
 
-def main() -> None:
+def _checked_argv(argv: list[str]) -> list[str]:
+    """The command as Hydra is to get it: her-rl's additions made (Optuna's direction, ``video=true``),
+    ``-r`` dropped (running is Hydra's default), and refused if a flag would read configs from
+    elsewhere or unpickle a file, or an override would make Hydra run code."""
+    argv = video.expand_overrides(optuna_settings([a for a in argv if a not in _SINGLE_RUN]))
+    for flag in (a.split("=", 1)[0] for a in argv if a.startswith("-")):
+        if flag not in _FLAGS:
+            raise ConfigError(f"{flag} is not accepted: her-run reads only her-rl's own configs; its flags are "
+                              "-m, --help, --hydra-help, --version, --cfg, --resolve, --package, --info, "
+                              "--shell-completion")
+    check_overrides([a for a in argv if not a.startswith("-")])
+    return argv
+
+
+def _main() -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -243,8 +248,7 @@ def main() -> None:
         print(f"her-rl {__version__}")
         return
     try:
-        sys.argv[1:] = optuna_settings(sys.argv[1:])  # Hydra reads sys.argv
-        sys.argv[1:] = video.expand_overrides(sys.argv[1:])  # video=true -> video.enabled=true (her_rl.video)
+        sys.argv[1:] = _checked_argv(sys.argv[1:])  # Hydra reads sys.argv
     except ConfigError as exc:
         _fail(exc)
     argv = sys.argv[1:]
@@ -267,6 +271,14 @@ def main() -> None:
         _run_load(*load)
         return
     _hydra_main()
+
+
+def main() -> None:
+    try:
+        _main()
+    except KeyboardInterrupt:  # Ctrl-C before or after training (in it, the run stops at the iteration's end)
+        print("her-run: interrupted", file=sys.stderr, flush=True)
+        sys.exit(130)
 
 
 __all__ = ["main", "check_group_names", "hydra_message", "optuna_settings"]

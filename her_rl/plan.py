@@ -1,14 +1,19 @@
 """A checked training run: what to run, in which folder, from which checkpoint.
 
 :func:`plan_run` makes every check of a run before anything is built or written (it only reads):
-the values and the env's spaces, the run folder (writable, not held by a live run, holding a
-checkpoint only if ``resume`` asks for one), and the checkpoint to resume with the saved config
-merged with this command's. :meth:`Plan.take_folder` then locks the folder for the run.
+the values and the env's spaces, the run folder (creatable and writable; new, empty or a her-rl
+run's; not held by a live run; holding a checkpoint only if ``resume`` asks for one), and the
+checkpoint to resume with the saved config merged with this command's. :meth:`Plan.take_folder`
+then locks the folder for the run. Before any config is composed, :func:`check_overrides` refuses
+an override that would make Hydra run code; :func:`check_sweep` checks a sweep's folder and
+launcher before Hydra makes the one or starts the other.
 """
 
 from __future__ import annotations
 
-import os
+import importlib
+import re
+import shutil
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -19,11 +24,131 @@ from omegaconf import DictConfig, OmegaConf
 from her_rl import checkpoint, requeue, rundir, video
 from her_rl.config import check, interpolations, resolved
 from her_rl.envs.custom import import_env_module, import_given
-from her_rl.errors import ConfigError
+from her_rl.errors import ConfigError, one_line
 from her_rl.registry import EnvSpaces
 from her_rl.resume import merge
 from her_rl.rundir import CHECKPOINT, CONFIG, RESULTS
 from her_rl.schema import TOP
+
+
+# ---- overrides that would run code ------------------------------------------------------------
+
+# Hydra calls what the config names: hydra.callbacks, the launcher and the sweeper (and anything with a
+# _target_ inside them), the handler classes of hydra.job_logging, submitit's `setup` shell lines;
+# and it reads configs from any hydra.searchpath. So of Hydra's settings a command may change only
+# these (documented in docs/safety.md); every other key is the run's own config, which names code
+# only through algo._target_, checked against the registry.
+HYDRA_GROUPS = ("hydra/launcher", "hydra/sweeper", "hydra/sweeper/sampler", "hydra/job_logging",
+                "hydra/hydra_logging", "hydra/help", "hydra/hydra_help")
+HYDRA_DIRS = ("run.dir", "sweep.dir", "sweep.subdir")
+HYDRA_SETTINGS = {
+    "": ("verbose",),
+    "launcher.": ("n_jobs", "backend", "prefer", "verbose", "timeout", "pre_dispatch", "batch_size",  # joblib
+                  "timeout_min", "cpus_per_task", "gpus_per_node", "tasks_per_node", "mem_gb", "nodes",  # submitit
+                  "name", "stderr_to_stdout", "partition", "qos", "comment", "constraint", "exclude", "gres",
+                  "cpus_per_gpu", "gpus_per_task", "mem_per_gpu", "mem_per_cpu", "account", "signal_delay_s",
+                  "max_num_timeout", "array_parallelism",
+                  "ray.init.num_cpus", "ray.init.num_gpus", "ray.init.address", "ray.remote.num_cpus",  # ray
+                  "ray.remote.num_gpus"),
+    "sweeper.": ("max_batch_size", "n_trials", "n_jobs", "direction", "study_name", "max_failure_rate",
+                 "sampler.seed", "sampler.n_startup_trials"),
+}
+_ALLOWED = {*HYDRA_DIRS, *(prefix + key for prefix, keys in HYDRA_SETTINGS.items() for key in keys)}
+_PARAMS = "sweeper.params."  # hydra.sweeper.params.KEY=VALUES: checked as the override KEY=VALUES
+_INSTANTIATE = re.compile(r"(?<![A-Za-z0-9])_(target|args|partial|recursive|convert)_(?![A-Za-z0-9])")
+
+
+def _check_key(key: str, package: str | None, line: str, value: str) -> None:
+    if package is not None:
+        raise ConfigError(f"{line!r} is not accepted: a config group cannot be put at another place (@{package})")
+    if key.startswith(("hydra.callbacks.", "hydra/callbacks")) or key == "hydra.callbacks":
+        raise ConfigError(f"{line!r} is not accepted: hydra.callbacks are her-rl's own (swept_keys, summary) "
+                          "and cannot be changed from the command line")
+    if _INSTANTIATE.search(line) and key != "algo._target_":  # algo._target_: the registry checks it
+        raise ConfigError(f"{line!r} is not accepted: an override cannot name code for Hydra to call "
+                          "(_target_ and the other instantiation keys); algorithms are picked with algo=NAME")
+    if key.startswith("hydra/"):
+        if key not in HYDRA_GROUPS:
+            raise ConfigError(f"{line!r} is not accepted: of Hydra's config groups a command may pick "
+                              f"{', '.join(HYDRA_GROUPS)}")
+        return
+    if key != "hydra" and not key.startswith("hydra."):
+        return
+    sub = key[len("hydra."):]
+    if sub.startswith(_PARAMS) and len(sub) > len(_PARAMS):
+        return _check_key(sub[len(_PARAMS):], None, line, value)
+    if sub not in _ALLOWED:
+        raise ConfigError(f"{line!r} is not accepted: of Hydra's settings a command may change hydra.run.dir, "
+                          "hydra.sweep.dir, hydra.sweep.subdir and the documented launcher and sweeper settings "
+                          "(docs/safety.md)")
+    if sub not in HYDRA_DIRS and "${" in value:  # an interpolation could build a config Hydra instantiates
+        raise ConfigError(f"{line!r} is not accepted: hydra.{sub} takes a value, not an interpolation")
+
+
+def check_overrides(overrides: list[str]) -> None:
+    """Refuse, before Hydra composes or instantiates anything, an override that would make Hydra
+    call code the command names or read configs from elsewhere: see ``HYDRA_SETTINGS``."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for line in overrides:
+        try:
+            (override,) = parser.parse_overrides([line])
+        except Exception:  # noqa: BLE001  (malformed: Hydra reports it before composing anything)
+            continue
+        _check_key(override.key_or_group, override.package, line, line.partition("=")[2])
+
+
+# ---- a sweep: its folder, its launcher, the variants checked up front ---------------------------
+
+MULTIRUN_CHECKS = 64  # at most this many sweep variants are composed and checked up front
+# the package each launcher plugin imports when it starts
+LAUNCHER_PACKAGES = {"JoblibLauncher": "joblib", "SlurmLauncher": "submitit", "LocalLauncher": "submitit",
+                     "RayLauncher": "ray"}
+
+
+def check_sweep(cfg: DictConfig) -> None:
+    """The sweep folder (creatable, writable, new or a sweep's) and the launcher (its package, and
+    SLURM for submitit_slurm) before Hydra makes the folder and starts the launcher."""
+    sweep = rundir.folder_path(OmegaConf.select(cfg, "hydra.sweep.dir"), "hydra.sweep.dir")
+    rundir.folder_path(OmegaConf.to_container(cfg.hydra.sweep)["subdir"], "hydra.sweep.subdir")  # raw: job-time value
+    rundir.check_folder(sweep, "sweep folder", rundir.is_sweep_folder)
+    name, target = cfg.hydra.runtime.choices.get("hydra/launcher"), str(cfg.hydra.launcher.get("_target_", ""))
+    package = LAUNCHER_PACKAGES.get(target.rsplit(".", 1)[-1])
+    try:
+        if package:
+            importlib.import_module(package)
+    except ImportError as exc:
+        raise ConfigError(f"hydra/launcher={name} cannot start: {one_line(exc)} (pip install {package})") from None
+    missing = [cmd for cmd in ("sbatch", "srun") if shutil.which(cmd) is None]
+    if target.endswith(".SlurmLauncher") and missing:
+        raise ConfigError(f"hydra/launcher={name} needs SLURM, but this machine has no {' or '.join(missing)} "
+                          "command: start the sweep on a SLURM login node, or use hydra/launcher=submitit_local "
+                          "or joblib here")
+
+
+def sweep_variants(overrides: list[str]) -> list[list[str]]:
+    """Each value of each swept key once (other sweeps at their first value): every value a sweep
+    would use is checked without composing the whole product."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    choices = []
+    for o in parsed:
+        if o.is_sweep_override():
+            try:
+                choices.append([f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()])
+            except Exception:  # interval sweeps of optimiser plugins: left to the plugin
+                choices.append([])
+        else:
+            choices.append([o.input_line])
+    first = [c[0] for c in choices if c]
+    variants = [first]
+    for i, values in enumerate(choices):
+        for value in values[1:]:
+            variant = [c[0] for c in choices[:i] if c] + [value] + [c[0] for c in choices[i + 1:] if c]
+            variants.append(variant)
+    return variants[:MULTIRUN_CHECKS]
 
 
 @dataclass
@@ -95,7 +220,15 @@ def _out_dir(cfg: dict[str, Any], out_dir: str | Path | None) -> Path:
         if HydraConfig.initialized():
             return Path(HydraConfig.get().runtime.output_dir)
         return rundir.default_dir(cfg["algo"]["name"], cfg["env"]["name"], cfg["seed"])
-    return Path(out_dir)
+    return rundir.folder_path(out_dir, "out_dir")
+
+
+def _hydra_files() -> tuple[str, ...]:
+    """What Hydra itself wrote into this job's folder before the run started (with
+    ``hydra/job_logging=default``: its log file)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return (f"{HydraConfig.get().job.name}.log",) if HydraConfig.initialized() else ()
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -104,16 +237,6 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return st.st_mtime_ns, st.st_size
-
-
-def _check_writable(out: Path) -> None:
-    """Refuse up front a run folder that could not be created or written (a file in the way, no
-    permission), instead of failing after the run was set up."""
-    target = out if out.exists() else next(p for p in out.absolute().parents if p.exists())
-    if not target.is_dir():
-        raise ConfigError(f"cannot use run folder {out}: {target} is not a folder")
-    if not os.access(target, os.W_OK | os.X_OK):
-        raise ConfigError(f"cannot use run folder {out}: no permission to write in {target}")
 
 
 def _check_resume(out: Path, stamp: tuple[int, int] | None, mode: Any) -> None:
@@ -136,7 +259,7 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
     video.refuse_without_load(current, overrides)
     import_given(overrides)  # env.id=module:Env-v0 given by the user: import the module that registers it
     out = _out_dir(current, out_dir)
-    _check_writable(out)
+    rundir.check_folder(out, ignore=_hydra_files())  # creatable, writable, and empty or a run's own
     lock = rundir.RunLock.probe(out) if out.is_dir() else None  # an existing folder: refuse at once if live
     try:
         stamp = _stamp(out / CHECKPOINT)
@@ -153,4 +276,5 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
         raise
 
 
-__all__ = ["Plan", "given_overrides", "plan_run"]
+__all__ = ["HYDRA_GROUPS", "HYDRA_SETTINGS", "Plan", "check_overrides", "check_sweep", "given_overrides", "plan_run",
+           "sweep_variants"]

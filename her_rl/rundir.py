@@ -1,4 +1,5 @@
-"""The run folder: unique default names, one live run per folder, and its history file.
+"""The run folder: unique default names, which folders a run may write in, one live run per
+folder, and its history file.
 
 A run holds an exclusive ``flock`` on ``<folder>/.her-run.lock`` for its whole life, so a second
 run started on the same folder is refused instead of mixing its config and results with the
@@ -13,10 +14,11 @@ import fcntl
 import json
 import os
 import secrets
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from her_rl.errors import ConfigError
 
@@ -26,6 +28,7 @@ CONFIG = "config.yaml"
 RESULTS = "results.json"
 LOCK = ".her-run.lock"
 HISTORY = "history.jsonl"
+SWEEP_FILE = "multirun.yaml"  # Hydra writes it first into every sweep folder
 SUFFIX_RESOLVER = "run_suffix"
 SWEPT_RESOLVER = "swept_dirname"
 SWEPT_ENV = "HER_RL_SWEPT_KEYS"  # set by SweptKeys at the start of a multirun; jobs inherit it
@@ -89,6 +92,59 @@ def default_dir(algo: str, env: str, seed: int) -> Path:
     return Path("outputs") / f"{algo}-{env}" / f"{stamp}-s{seed}-{suffix()}"
 
 
+def folder_path(value: Any, key: str) -> Path:
+    """``value`` as a folder path; an empty one (``hydra.run.dir=``) would mean the current folder."""
+    if value is None or not str(value).strip():
+        raise ConfigError(f"{key} is empty: name the folder to write in ({key}=PATH)")
+    return Path(str(value))
+
+
+def is_run_folder(folder: Path, ignore: Iterable[str] = ()) -> bool:
+    """Whether an existing folder is empty or holds a her-rl run: its lock file, a checkpoint, or
+    ``config.yaml`` with ``history.jsonl`` (a run that stopped before its first checkpoint).
+    ``ignore``: names Hydra itself wrote there for this run (its job log)."""
+    names = {p.name for p in folder.iterdir()} - set(ignore)
+    return not names or bool(names & {LOCK, CHECKPOINT}) or {CONFIG, HISTORY} <= names
+
+
+def is_sweep_folder(folder: Path, ignore: Iterable[str] = ()) -> bool:
+    """Whether an existing folder is empty or holds a Hydra sweep (its ``multirun.yaml``)."""
+    names = {p.name for p in folder.iterdir()} - set(ignore)
+    return not names or SWEEP_FILE in names
+
+
+def _can_create_in(parent: Path) -> str | None:
+    """Why no folder can be made in ``parent`` (None if one can): tried with an empty temporary
+    folder, removed at once, since permissions alone do not tell (root, /proc, read-only mounts)."""
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"no permission to write in {parent}"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".her-run-probe-", dir=parent))
+    except OSError as exc:
+        return f"cannot create a folder in {parent} ({exc.strerror or exc})"
+    return None
+
+
+def check_folder(folder: Path, what: str = "run folder",
+                 belongs: Callable[..., bool] = is_run_folder, ignore: Iterable[str] = ()) -> None:
+    """Refuse, before anything is written, a folder a run (or sweep) must not write in: one that
+    cannot be created or written, a file, or an existing folder of other files than her-rl's."""
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"cannot use {what} {folder}: it is a file, not a folder")
+    if not folder.exists():
+        parent = next(p for p in folder.absolute().parents if p.exists())
+        why = f"{parent} is not a folder" if not parent.is_dir() else _can_create_in(parent)
+        if why:
+            raise ConfigError(f"cannot use {what} {folder}: {why}")
+        return
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot use {what} {folder}: no permission to write in it")
+    if not belongs(folder, ignore):
+        kind = "a her-rl run (checkpoint.pt, .her-run.lock, config.yaml with history.jsonl)" \
+            if belongs is is_run_folder else f"a sweep ({SWEEP_FILE})"
+        raise ConfigError(f"{what} {folder} already holds other files than {kind}; pick a new or empty folder")
+
+
 class RunLock:
     """An exclusive, non-blocking lock on a run folder, held until :meth:`release`."""
 
@@ -107,7 +163,16 @@ class RunLock:
 
     @classmethod
     def _take(cls, folder: Path, flags: int) -> RunLock:
-        fd = os.open(folder / LOCK, flags, 0o644)
+        try:  # O_NOFOLLOW: a link named like the lock must not make the run truncate another file
+            fd = os.open(folder / LOCK, flags | os.O_NOFOLLOW, 0o644)
+        except (IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+            raise ConfigError(f"cannot use run folder {folder}: cannot open its lock file {LOCK} "
+                              f"({exc.strerror}); remove it if it is not a file") from None
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise ConfigError(f"cannot use run folder {folder}: its lock file {LOCK} is a symbolic link; "
+                              "remove it") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -146,7 +211,8 @@ class RunLock:
 def record(folder: Path, event: str, **fields: Any) -> None:
     """Append one line to the folder's history: every start and resume with what it changed."""
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "event": event, "pid": os.getpid(), **fields}
-    with open(folder / HISTORY, "a") as f:
+    fd = os.open(folder / HISTORY, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "a") as f:  # O_NOFOLLOW: never append to the file a link points at
         f.write(json.dumps(line, default=str) + "\n")
 
 

@@ -9,7 +9,9 @@ requeued (:mod:`her_rl.requeue`) and exits with status 128 + the signal.
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 from pathlib import Path
 
 from her_rl import requeue
@@ -32,8 +34,18 @@ class StopSignals:
 
     def _handler(self, signum: int, frame: object) -> None:
         if self.received and signum == signal.SIGINT:
-            raise KeyboardInterrupt
+            self._abort()
         self.received.append(signum)
+
+    @staticmethod
+    def _abort() -> None:
+        """A second Ctrl-C: leave now, without a traceback. SystemExit unwinds the ``finally`` blocks
+        (an interrupted checkpoint write removes its temporary file, so the last complete checkpoint
+        stays); a further Ctrl-C during that ends the process at once."""
+        signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
+        print("her-run: aborted by a second Ctrl-C; the run folder keeps its last complete checkpoint",
+              file=sys.stderr, flush=True)
+        raise SystemExit(130)
 
     def __enter__(self) -> StopSignals:
         for sig in CAUGHT:
