@@ -122,11 +122,12 @@ def test_a_peer_wall_cap_ends_it_at_once_or_at_its_next_evaluation():
     pytest.importorskip("stable_baselines3", reason="stable-baselines3 (the bench extra) is not installed")
     from her_rl.bench import peers
 
-    at_once = peers.dqn_her_bitflip(4, 0, peers.Protocol(every=200, steps=1000, max_seconds=0.0), episodes=5)
-    assert at_once.curve == [] and at_once.env_steps < 200
     at_eval = peers.dqn_her_bitflip(4, 0, peers.Protocol(every=200, steps=1000, max_seconds=0.0, cap_at_evals=True),
                                     episodes=5)
     assert [step for step, _, _ in at_eval.curve] == [200] and at_eval.env_steps == 200
+    assert 0.0 <= at_eval.curve[0][2] <= 1.0 and round(at_eval.wall_s, 2) >= at_eval.curve[0][1] >= 0.0
+    at_once = peers.dqn_her_bitflip(4, 0, peers.Protocol(every=200, steps=1000, max_seconds=0.0), episodes=5)
+    assert at_once.curve == [] and at_once.env_steps < 200
 
 
 def test_env_speed_lines_are_a_markdown_table():
