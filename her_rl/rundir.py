@@ -113,15 +113,13 @@ def is_sweep_folder(folder: Path, ignore: Iterable[str] = ()) -> bool:
     return not names or SWEEP_FILE in names
 
 
-def _can_create_in(parent: Path) -> str | None:
-    """Why no folder can be made in ``parent`` (None if one can): tried with an empty temporary
-    folder, removed at once, since permissions alone do not tell (root, /proc, read-only mounts)."""
-    if not os.access(parent, os.W_OK | os.X_OK):
-        return f"no permission to write in {parent}"
+def _cannot_write_in(folder: Path) -> str | None:
+    """Why nothing can be created in ``folder`` (None if it can): tried with an empty temporary
+    folder, removed at once, since permission bits alone do not tell (root, /proc, read-only mounts)."""
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".her-run-probe-", dir=parent))
+        os.rmdir(tempfile.mkdtemp(prefix=".her-run-probe-", dir=folder))
     except OSError as exc:
-        return f"cannot create a folder in {parent} ({exc.strerror or exc})"
+        return f"cannot write in {folder} ({exc.strerror or exc})"
     return None
 
 
@@ -131,15 +129,11 @@ def check_folder(folder: Path, what: str = "run folder",
     cannot be created or written, a file, or an existing folder of other files than her-rl's."""
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"cannot use {what} {folder}: it is a file, not a folder")
-    if not folder.exists():
-        parent = next(p for p in folder.absolute().parents if p.exists())
-        why = f"{parent} is not a folder" if not parent.is_dir() else _can_create_in(parent)
-        if why:
-            raise ConfigError(f"cannot use {what} {folder}: {why}")
-        return
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(f"cannot use {what} {folder}: no permission to write in it")
-    if not belongs(folder, ignore):
+    parent = folder if folder.exists() else next(p for p in folder.absolute().parents if p.exists())
+    why = f"{parent} is not a folder" if not parent.is_dir() else _cannot_write_in(parent)
+    if why:
+        raise ConfigError(f"cannot use {what} {folder}: {why}")
+    if folder.exists() and not belongs(folder, ignore):
         kind = "a her-rl run (checkpoint.pt, .her-run.lock, config.yaml with history.jsonl)" \
             if belongs is is_run_folder else f"a sweep ({SWEEP_FILE})"
         raise ConfigError(f"{what} {folder} already holds other files than {kind}; pick a new or empty folder")

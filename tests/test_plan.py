@@ -56,13 +56,13 @@ def user_files(tmp_path):
     (["hydra.run.dir=."], "run folder . already holds other files than a her-rl run"),
     (["hydra.run.dir=afile"], "cannot use run folder afile: it is a file, not a folder"),
     (["hydra.run.dir=afile/run"], "is not a folder"),
-    (["hydra.run.dir=/proc/her-rl-run"], "cannot use run folder /proc/her-rl-run: cannot create a folder in /proc"),
+    (["hydra.run.dir=/proc/her-rl-run"], "cannot use run folder /proc/her-rl-run: cannot write in /proc"),
     (["hydra.run.dir=lockdir"], "cannot open its lock file .her-run.lock (Is a directory)"),
     (["hydra.run.dir=linked"], "its lock file .her-run.lock is a symbolic link"),
     (["-m", "seed=0,1", "hydra.sweep.dir="], "hydra.sweep.dir is empty"),
     (["-m", "seed=0,1", "hydra.sweep.subdir="], "hydra.sweep.subdir is empty"),
     (["-m", "seed=0,1", "hydra.sweep.dir=mine"], "sweep folder mine already holds other files than a sweep"),
-    (["-m", "seed=0,1", "hydra.sweep.dir=/proc/her-rl-sweep"], "cannot create a folder in /proc"),
+    (["-m", "seed=0,1", "hydra.sweep.dir=/proc/her-rl-sweep"], "cannot write in /proc"),
     (["-m", "seed=0,1", "hydra.sweep.dir=afile"], "it is a file, not a folder"),
 ])
 def test_a_folder_that_is_not_a_runs_is_refused_and_left_as_it_was(her_run, user_files, args, message):
@@ -84,7 +84,7 @@ def test_a_read_only_folder_is_one_line(her_run, tmp_path, key, inside):
         target = locked / "new" if inside else locked
         p = _her_run(her_run, tmp_path, *(["-m", "seed=0,1"] if key == "hydra.sweep.dir" else []), f"{key}={target}")
         _refused(p)
-        assert "no permission to write in" in p.stderr and list(locked.iterdir()) == []
+        assert f"cannot write in {locked} (Permission denied)" in p.stderr and list(locked.iterdir()) == []
     finally:
         locked.chmod(0o755)
 
