@@ -276,8 +276,8 @@ def _main() -> None:
 def main() -> None:
     try:
         _main()
-    except KeyboardInterrupt:  # Ctrl-C before or after training (in it, the run stops at the iteration's end)
-        print("her-run: interrupted", file=sys.stderr, flush=True)
+    except KeyboardInterrupt as exc:  # a second Ctrl-C in training (signals.ABORTED), or one before or after it
+        print(f"her-run: {str(exc) or 'interrupted'}", file=sys.stderr, flush=True)
         sys.exit(130)
 
 

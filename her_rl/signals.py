@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from pathlib import Path
 
 from her_rl import requeue
 
+ABORTED = "aborted by a second Ctrl-C; the run folder keeps its last complete checkpoint"
 CAUGHT = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
 
 
@@ -39,13 +39,12 @@ class StopSignals:
 
     @staticmethod
     def _abort() -> None:
-        """A second Ctrl-C: leave now, without a traceback. SystemExit unwinds the ``finally`` blocks
-        (an interrupted checkpoint write removes its temporary file, so the last complete checkpoint
-        stays); a further Ctrl-C during that ends the process at once."""
+        """A second Ctrl-C: leave now. KeyboardInterrupt unwinds the ``finally`` blocks (a checkpoint
+        write cut short removes its temporary file, so the last complete checkpoint stays); her-run
+        prints its message as one line (exit 130), Python callers get it as usual. A further Ctrl-C
+        while unwinding ends the process at once."""
         signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
-        print("her-run: aborted by a second Ctrl-C; the run folder keeps its last complete checkpoint",
-              file=sys.stderr, flush=True)
-        raise SystemExit(130)
+        raise KeyboardInterrupt(ABORTED)
 
     def __enter__(self) -> StopSignals:
         for sig in CAUGHT:
@@ -77,4 +76,4 @@ class StopSignals:
         raise SystemExit(128 + signum)
 
 
-__all__ = ["StopSignals"]
+__all__ = ["ABORTED", "StopSignals"]
