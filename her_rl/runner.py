@@ -37,6 +37,9 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
 
+    from her_rl.plan import check_overrides
+
+    check_overrides(list(overrides or []))  # the command line's refusals, for Python callers too
     rundir.register_resolvers()
     with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
         return hydra_compose(config_name="config", overrides=video.expand_overrides(list(overrides or [])))

@@ -95,7 +95,8 @@ def test_resume_auto_starts_fresh_then_continues(tmp_path, capsys):
 @pytest.mark.parametrize("prepare, message", [
     (lambda out: None, "does not exist"),
     (lambda out: out.mkdir(), "holds no checkpoint"),
-    (lambda out: (out.mkdir(), (out / "config.yaml").write_text("n: 4\n")), "resume=auto starts it afresh"),
+    (lambda out: (out.mkdir(), (out / "config.yaml").write_text("n: 4\n"), (out / "history.jsonl").write_text("")),
+     "resume=auto starts it afresh"),  # a run that stopped before its first checkpoint
 ])
 def test_resume_true_never_restarts_silently(tmp_path, prepare, message):
     out = tmp_path / "run"
