@@ -20,7 +20,7 @@ from her_rl import checkpoint, video
 from her_rl.build import device_name, load_state as load_agent, make_agent  # noqa: F401  (their names here before)
 from her_rl.config import resolved, validate
 from her_rl.envs import make_vec
-from her_rl.errors import OutputError
+from her_rl.errors import ConfigError, OutputError
 from her_rl.resume import merge
 from her_rl.rundir import CHECKPOINT
 from her_rl.schema import TOP
@@ -65,6 +65,9 @@ def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
     With ``video.enabled`` (``video=true``) the episodes are recorded instead: see :func:`record_videos`."""
     current = resolved(cfg)
     TOP["load"].check("load", current.get("load"))
+    if current.get("resume") not in (False, None):
+        raise ConfigError(f"load= and resume={str(current['resume']).lower()} contradict each other: load= evaluates "
+                          "a saved run, resume= trains it further; give one of them")
     path = Path(current["load"])
     if path.is_dir():
         path = path / CHECKPOINT

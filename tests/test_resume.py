@@ -181,3 +181,13 @@ def test_resuming_a_finished_run_logs_no_point_twice(tmp_path):
         assert len(steps) == len(set(steps)), tag
     for tag in acc.Tags()["tensors"]:
         assert len(acc.Tensors(tag)) == 1, tag  # HParams summaries: once
+
+
+@pytest.mark.parametrize("verb", ["resume=true", "resume=auto"])
+def test_load_with_resume_is_refused_and_writes_nothing(tmp_path, verb):
+    out = tmp_path / "run"
+    train(out)
+    before = snapshot(out)
+    with pytest.raises(ConfigError, match="contradict each other"):
+        main([f"load={out}", verb])
+    assert snapshot(out) == before and not (out / "eval.json").exists()
