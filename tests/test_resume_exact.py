@@ -194,3 +194,23 @@ def test_a_snapshot_of_another_env_is_refused():
     cartpole = env_state(make_vec({"id": "CartPole-v1"}, 2, seed=0))
     with pytest.raises(ValueError, match="the saved env state is of CartPoleVectorEnv, this env is SyncVectorEnv"):
         restore_env_state(make_vec({"id": "Pendulum-v1"}, 2, seed=0), cartpole)
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda c: c.update(obs=c["obs"][:, :2]),
+    lambda c: c.update(envs={"env": ("o", "DeepSeaVectorEnv", {})}),
+    lambda c: c["envs"]["env"][2].update(surprise=("v", 1)),
+    lambda c: c.update(envs="garbage"),
+])
+def test_a_tampered_episode_state_is_one_line_naming_the_checkpoint(tamper):
+    from her_rl.algos.ppo import PPO
+    from her_rl.build import make_agent
+    from her_rl.errors import CheckpointError
+
+    cartpole = {"name": "cartpole", "id": "CartPole-v1", "kwargs": {}}
+    state = PPO(env=cartpole, num_envs=2, num_steps=8, epochs=1).state_dict()
+    tamper(state["collector"])
+    config = {"algo": {"name": "ppo", "num_envs": 2, "num_steps": 8, "epochs": 1}, "env": cartpole, "seed": 0}
+    with pytest.raises(CheckpointError, match=r"^cannot load checkpoint run/checkpoint.pt: its agent state does not "
+                                              r"fit algo 'ppo' \(.+\)$"):
+        make_agent(config, state=state, source="run/checkpoint.pt")
