@@ -107,6 +107,40 @@ def is_run_folder(folder: Path, ignore: Iterable[str] = ()) -> bool:
     return not names or bool(names & {LOCK, CHECKPOINT}) or {CONFIG, HISTORY} <= names
 
 
+RUN_FILES = (CHECKPOINT, CONFIG, RESULTS, HISTORY, "metrics.jsonl")  # what a run writes (and tb/, a folder)
+
+
+def check_run_files(folder: Path) -> None:
+    """Refuse a run folder whose own files a run would fail to write or append to, after training:
+    each must be a regular file (``tb`` a folder), and ``history.jsonl`` one JSON object per line
+    (a last line cut short by a crash or a full disk is allowed)."""
+    for name in RUN_FILES:
+        path = folder / name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise ConfigError(f"cannot use run folder {folder}: its {name} is not a regular file; move it away")
+    tb = folder / "tb"
+    if tb.exists() and (tb.is_symlink() or not tb.is_dir()):
+        raise ConfigError(f"cannot use run folder {folder}: its tb is not a folder; move it away")
+    history = folder / HISTORY
+    if not history.exists():
+        return
+    try:
+        text = history.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise ConfigError(f"cannot use run folder {folder}: its {HISTORY} cannot be read ({why})") from None
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        torn = number == len(lines)  # after the last newline: a line a killed write left unfinished
+        try:
+            ok = isinstance(json.loads(line), dict) if line.strip() else True
+        except ValueError:
+            ok = torn
+        if not ok:
+            raise ConfigError(f"cannot use run folder {folder}: line {number} of its {HISTORY} is not a JSON object "
+                              "(the file is damaged or not her-rl's); move the file away to continue")
+
+
 def is_sweep_folder(folder: Path, ignore: Iterable[str] = ()) -> bool:
     """Whether an existing folder is empty or holds a Hydra sweep (its ``multirun.yaml``)."""
     names = {p.name for p in folder.iterdir()} - set(ignore)
@@ -137,6 +171,8 @@ def check_folder(folder: Path, what: str = "run folder",
         kind = "a her-rl run (checkpoint.pt, .her-run.lock, config.yaml with history.jsonl)" \
             if belongs is is_run_folder else f"a sweep ({SWEEP_FILE})"
         raise ConfigError(f"{what} {folder} already holds other files than {kind}; pick a new or empty folder")
+    if folder.exists() and belongs is is_run_folder:
+        check_run_files(folder)
 
 
 class RunLock:

@@ -51,3 +51,36 @@ def test_a_fresh_start_over_a_folder_that_holds_a_checkpoint_is_refused(tmp_path
     train(out)
     with pytest.raises(ConfigError, match="already holds a checkpoint; pass resume=true"):
         train(out)
+
+
+def _snapshot(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else None for p in folder.rglob("*")}
+
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda out: ((out / "results.json").unlink(), (out / "results.json").mkdir()), "its results.json is not a regular file"),
+    (lambda out: ((out / "config.yaml").unlink(), (out / "config.yaml").mkdir()), "its config.yaml is not a regular file"),
+    (lambda out: (os.replace(out / "tb", out / "tb.old"), (out / "tb").write_text("x")), "its tb is not a folder"),
+    (lambda out: (out / "history.jsonl").write_text("not json\n" + (out / "history.jsonl").read_text()),
+     "line 1 of its history.jsonl is not a JSON object"),
+    (lambda out: (out / "history.jsonl").write_text('[1, 2]\n{"event": "x"}\n'), "line 1 of its history.jsonl"),
+    (lambda out: (out / "history.jsonl").write_bytes(b"\xff\xfe\n"), r"its history.jsonl cannot be read \(not UTF-8"),
+])
+def test_a_run_folder_with_damaged_files_is_refused_before_anything_is_written(tmp_path, damage, message):
+    out = tmp_path / "run"
+    train(out)
+    damage(out)
+    before = _snapshot(out)
+    for verb in ("resume=true", "resume=auto"):
+        with pytest.raises(ConfigError, match=message):
+            main([verb, "progress=false", "budget.env_steps=600"], out_dir=out)
+    assert _snapshot(out) == before
+
+
+def test_a_history_line_cut_short_by_a_crash_does_not_block_resume(tmp_path):
+    out = tmp_path / "run"
+    train(out)
+    with open(out / "history.jsonl", "a") as f:
+        f.write('{"event": "resu')  # a killed append
+    assert main(["resume=true", "progress=false", "budget.env_steps=600"], out_dir=out)["env_steps"] >= 600
