@@ -140,7 +140,7 @@ def test_exploration_mixes_noise_and_uniform_random_actions_within_bounds():
 
 @pytest.mark.parametrize("bad, message", [
     ({"noise": "pink"}, "algo.noise"), ({"random_eps": 1.5}, "random_eps"), ({"actor_lr": 0.0}, "actor_lr"),
-    ({"strategy": "later"}, "algo.strategy must be one of future, final, episode, random, none"),
+    ({"strategy": "later"}, "algo.strategy must be one of future, final, episode, random, next, next_future, none"),
     ({"updates_per_step": 0.0}, "updates_per_step"), ({"n_step": 0}, "algo.n_step must be an integer in"),
     ({"precision": "float16"}, "algo.precision must be one of"), ({"grad_clip": -1.0}, "algo.grad_clip"),
 ])

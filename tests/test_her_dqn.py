@@ -46,7 +46,7 @@ def test_agent_api_reads_like_the_original():
 @pytest.mark.parametrize("bad, message", [
     ({"batch_size": 2000, "buffer_size": 1000}, "larger than"),
     ({"lr": -1.0}, "lr"),
-    ({"strategy": "later"}, "algo.strategy must be one of future, final, episode, random, none"),
+    ({"strategy": "later"}, "algo.strategy must be one of future, final, episode, random, next, next_future, none"),
     ({"precision": "float16"}, "algo.precision must be one of float32, bfloat16"),
 ])
 def test_bad_hyperparameters_raise_config_errors(bad, message):

@@ -10,6 +10,7 @@ import torch
 from her_rl.algos.her_ddpg import HerDDPG
 from her_rl.algos.her_dqn import HerDQN
 from her_rl.algos.her_sac import HerSAC
+from her_rl.algos.her_redq import HerREDQ
 from her_rl.algos.her_td3 import HerTD3
 from her_rl.algos.hindsight import cycle_result
 from her_rl.registry import ALGOS, ConfigError, accepted_params
@@ -18,7 +19,7 @@ from her_rl.schema import algo_rules
 BITFLIP = {"name": "bitflip", "id": "her_rl/BitFlip-v0", "kwargs": {"n": 6}}
 PUSH = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuous", "max_episode_steps": 10}}
 LEARNERS = {"her_dqn": (HerDQN, BITFLIP), "her_ddpg": (HerDDPG, PUSH), "her_sac": (HerSAC, PUSH),
-            "her_td3": (HerTD3, PUSH)}
+            "her_td3": (HerTD3, PUSH), "her_redq": (HerREDQ, PUSH)}
 SHARED = ("strategy", "k", "random_mix", "hidden", "gamma", "batch_size", "buffer_size", "episodes_per_cycle",
           "updates_per_cycle", "updates_per_step", "n_step", "polyak", "clip_target", "grad_clip", "normalize",
           "norm_clip", "precision")

@@ -115,6 +115,11 @@ class HerSAC(HindsightLearner):
             self.step(self.actor_optimizer, actor_loss)
         metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/actor_loss": actor_loss.item(),
                    "losses/q_values": q1.mean().item(), "losses/entropy": -logp.mean().item()}
+        return {**metrics, **self.temperature_step(logp)}
+
+    def temperature_step(self, logp: torch.Tensor) -> dict[str, float]:
+        """With ``autotune``, one Adam step of log(alpha) on the actor's log-probabilities."""
+        metrics = {}
         if self.autotune:
             alpha_loss = self.temperature_loss(logp)
             self.alpha_optimizer.zero_grad(set_to_none=True)
