@@ -256,6 +256,7 @@ def _main() -> None:
         if set(argv) & set(_HELP_FLAGS):
             _help()
         else:
+            _check_shown(argv)
             _hydra_main()  # --cfg job, --info, ...: Hydra's business, nothing is run
         return
     overrides = [a for a in argv if a not in _RUN_FLAGS]
@@ -271,6 +272,21 @@ def _main() -> None:
         _run_load(*load)
         return
     _hydra_main()
+
+
+def _check_shown(argv: list[str]) -> None:
+    """``--cfg job n=abc`` shows a config only if ``her-run n=abc`` would accept it."""
+    from her_rl.config import validate
+
+    if not set(argv) & {"--cfg", "-c"} or set(argv) & set(_RUN_FLAGS):
+        return
+    with_value = {"--cfg", "-c", "--package", "-p", "--info", "-i", "--shell-completion", "-sc"}
+    overrides = [a for i, a in enumerate(argv) if not a.startswith("-") and not (i and argv[i - 1] in with_value)]
+    try:
+        check_group_names(overrides)
+        validate(_task_config(_compose(overrides)))
+    except ConfigError as exc:
+        _fail(exc)
 
 
 def main() -> None:

@@ -136,3 +136,11 @@ def test_the_page_lists_every_allowed_setting():
     for prefix, keys in HYDRA_SETTINGS.items():
         for key in keys:
             assert f"`{key}`" in page or f"`hydra.{prefix}{key}" in page, key
+
+
+def test_cfg_shows_only_a_config_the_run_would_accept(her_run, tmp_path):
+    bad = subprocess.run([her_run, "--cfg", "job", "n=abc"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines() == ["her-run: error: n='abc' is not allowed: n must be an integer in [1, 4096]"]
+    good = subprocess.run([her_run, "--cfg", "job", "n=5"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert good.returncode == 0 and "\n'n': 5\n" in good.stdout
