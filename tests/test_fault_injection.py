@@ -1,5 +1,5 @@
 """Fault injection: ``her-run`` SIGKILLed at random moments and resumed by folder ends with the same
-weights and results as a run that never stopped, for each of the six algorithms.
+weights and results as a run that never stopped, for each of the seven algorithms.
 
 Each case trains once in-process without a stop, then as a ``her-run`` subprocess that is killed
 once or twice (a seeded random delay after it has written a checkpoint, up to 40% of the first
@@ -32,6 +32,7 @@ CASES = {  # about 2 s of training each, so that a kill lands in the middle
     "her_ddpg": ["algo=her_ddpg", *PUSH, "budget.env_steps=32000"],
     "her_sac": ["algo=her_sac", *PUSH, "budget.env_steps=24000"],
     "her_td3": ["algo=her_td3", *PUSH, "budget.env_steps=32000"],
+    "her_redq": ["algo=her_redq", *PUSH, "algo.ensemble=3", "budget.env_steps=24000"],
     "ppo": ["algo=ppo", "env=cartpole", "budget.env_steps=3000"],
     "reinforce": ["algo=reinforce", "env=cartpole", "budget.env_steps=3000"],
     "rnd_ppo": ["algo=rnd_ppo", "env=deep_sea", "budget.env_steps=4000"],
