@@ -21,7 +21,7 @@ from her_rl.build import device_name, load_state as load_agent, make_agent  # no
 from her_rl.config import resolved, validate
 from her_rl.envs import make_vec
 from her_rl.errors import ConfigError, OutputError
-from her_rl.resume import merge
+from her_rl.resume import check_saved, merge
 from her_rl.rundir import CHECKPOINT
 from her_rl.schema import TOP
 
@@ -72,6 +72,7 @@ def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
     if path.is_dir():
         path = path / CHECKPOINT
     saved = checkpoint.load(path)
+    check_saved(saved, path)
     config, _ = merge(saved["config"], current, overrides, verb="evaluate", extra_safe=("seed",))
     config["video"] = video.settings(current.get("video"))  # this command's, not the saved run's
     validate(config)

@@ -26,7 +26,7 @@ from her_rl.config import check, interpolations, resolved
 from her_rl.envs.custom import import_env_module, import_given
 from her_rl.errors import ConfigError, one_line
 from her_rl.registry import EnvSpaces
-from her_rl.resume import merge
+from her_rl.resume import check_saved, merge
 from her_rl.rundir import CHECKPOINT, CONFIG, RESULTS
 from her_rl.schema import TOP
 
@@ -267,6 +267,7 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
         if stamp is None:
             return Plan(current, out, check(current, interpolations(cfg)), overrides, ckpt_stamp=None, lock=lock)
         saved = checkpoint.load(out / CHECKPOINT)
+        check_saved(saved, out / CHECKPOINT)
         import_env_module(saved["config"]["env"]["id"])  # the user resumes their own run: its env's module
         config, changes = merge(saved["config"], current, overrides)
         return Plan(config, out, check(config), overrides, saved, changes, stamp, lock)

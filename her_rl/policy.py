@@ -105,12 +105,14 @@ def load(path: str | Path, device: str = "cpu") -> Policy:
     first: loading a checkpoint never imports a module by itself."""
     from her_rl.build import make_agent
     from her_rl.config import check_device
+    from her_rl.resume import check_saved
 
     ckpt = checkpoint_path(path)
     saved = checkpoint.load(ckpt)
     config = saved["config"]
     if not isinstance(config.get("algo"), dict) or not isinstance(config.get("env"), dict):
         raise CheckpointError(f"cannot load checkpoint {ckpt}: its config has no algo or env group")
+    check_saved(saved, ckpt)
     if device not in ("cpu", "cuda", "auto"):
         raise ConfigError(f"device={device!r} is not allowed: device must be one of cpu, cuda, auto")
     check_device(device)

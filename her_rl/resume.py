@@ -13,7 +13,7 @@ import copy
 from typing import Any
 
 from her_rl import bookkeeping
-from her_rl.errors import ConfigError
+from her_rl.errors import CheckpointError, ConfigError
 from her_rl.rules import show
 
 GROUPS = ("algo", "env")
@@ -112,6 +112,17 @@ def merge(saved: dict[str, Any], current: dict[str, Any], overrides: list[str] |
         if key in current and (key in bookkeeping.VERBS or key not in effective):
             effective[key] = copy.deepcopy(current[key])
     return effective, changes
+
+
+def check_saved(saved: dict[str, Any], path: Any) -> None:
+    """The saved run's own config must pass the rules it was started under: a value edited into the
+    checkpoint is named as the checkpoint's fault, before this command's changes are merged in."""
+    from her_rl import schema
+
+    try:
+        schema.check(saved["config"])
+    except ConfigError as exc:
+        raise CheckpointError(f"cannot load checkpoint {path}: its saved config is not valid ({exc})") from None
 
 
 def describe(changes: dict[str, list]) -> str:

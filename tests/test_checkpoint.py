@@ -90,6 +90,10 @@ TAMPERED = {  # a real checkpoint with one entry edited: each is refused before 
     "rng_torch": (_set("rng", "torch", torch.zeros(3)), "its rng entry cannot be restored"),
     "rng_python": (_set("rng", "python", [3, [1, 2], None]), "its rng entry cannot be restored"),
     "empty_agent": (_replace("agent", {}), "its agent entry is empty"),
+    "config_value": (lambda state: state["config"]["algo"].update(lr=-1.0),
+                     "its saved config is not valid (algo.lr=-1.0 is not allowed"),
+    "config_key": (lambda state: state["config"].update(evil={"_target_": "os.system"}),
+                   "its saved config is not valid (unknown config key 'evil'"),
 }
 
 
