@@ -28,9 +28,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from her_rl.algos.hindsight import HindsightLearner, clip_to_return_range, frozen
+from her_rl.algos.hindsight import HindsightLearner
 from her_rl.rl.nets import Critic, mlp
 from her_rl.rl.noise import GaussianNoise, OUNoise
+from her_rl.rl.updates import clip_to_return_range, frozen
 from her_rl.rules import NON_NEGATIVE, POSITIVE, UNIT, Rule, choice
 
 NOISES = ("gaussian", "ou")

@@ -34,9 +34,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from her_rl.algos.hindsight import HindsightLearner, clip_to_return_range
+from her_rl.algos.hindsight import HindsightLearner
 from her_rl.errors import ConfigError
 from her_rl.rl.nets import ElementwiseQ, mlp
+from her_rl.rl.updates import clip_to_return_range
 from her_rl.rules import BOOL, POSITIVE, UNIT, Rule, choice
 
 NETWORKS = ("mlp", "elementwise")

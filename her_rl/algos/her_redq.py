@@ -29,9 +29,9 @@ from typing import Any, ClassVar
 import torch
 
 from her_rl.algos.her_sac import Actor, HerSAC
-from her_rl.algos.hindsight import frozen
 from her_rl.errors import ConfigError
 from her_rl.rl.nets import EnsembleCritic
+from her_rl.rl.updates import clip_to_return_range, frozen
 from her_rl.rules import BOOL, Rule, integer
 
 
@@ -76,7 +76,7 @@ class HerREDQ(HerSAC):
             a_next, logp_next = self.actor(t["x_next"]).sample_with_log_prob(self.generator)
             q_next = self.critics_target(t["x_next"], a_next)[subset].float().min(0).values
         if self.clip_target:  # bound the bootstrap, not the entropy bonus: Q of a -1/0 reward lies in [-1/(1-gamma), 0]
-            q_next = q_next.clamp(-1.0 / (1.0 - self.gamma), 0.0) if self.gamma < 1 else q_next.clamp(max=0.0)
+            q_next = clip_to_return_range(q_next, self.gamma)
         return t["reward"] + t["discount"] * t["not_done"] * (q_next - self.log_alpha.exp() * logp_next)
 
     def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:

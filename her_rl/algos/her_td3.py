@@ -24,8 +24,8 @@ from typing import ClassVar
 import torch
 
 from her_rl.algos.her_ddpg import HerDDPG, policy_loss
-from her_rl.algos.hindsight import clip_to_return_range, frozen
 from her_rl.rl.nets import Critic
+from her_rl.rl.updates import clip_to_return_range, frozen
 from her_rl.rules import NON_NEGATIVE, Rule, integer
 
 

@@ -22,9 +22,8 @@ gradient step on a batch of tensors, returning its metrics).
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Iterator, Sequence
+from typing import Any, ClassVar, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -35,6 +34,7 @@ from her_rl.agent import IterationResult
 from her_rl.errors import ConfigError
 from her_rl.registry import RUNTIME_ARGS
 from her_rl.rl.her import STRATEGIES
+from her_rl.rl.updates import clip_to_return_range, frozen, polyak_update, update_precision  # noqa: F401
 from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, Rule, check_values,
                           choice, integer, optional)
 from her_rl.rl.goal import (GoalEnvSpec, GoalInputs, action_space_for, batch_tensors, collect_episodes, goal_env_spec,
@@ -237,18 +237,6 @@ def _restore(obj: Any, state: Any) -> None:
         obj.load_state_dict(state)
 
 
-@contextmanager
-def frozen(*modules: torch.nn.Module) -> Iterator[None]:
-    """The modules' weights take no gradient inside: an actor's step needs dQ/da, not the critics' weights."""
-    for module in modules:
-        module.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for module in modules:
-            module.requires_grad_(True)
-
-
 def cycle_envs(env_cfg: dict[str, Any], num_envs: int, seed: int, algo: str,
                inference: bool = False) -> tuple[gym.vector.VectorEnv | None, GoalEnvSpec]:
     """The vector env a learner collects its cycles in, and what it needs to know of it.
@@ -273,25 +261,6 @@ def updates_for_cycle(updates_per_cycle: int, updates_per_step: float | None, cy
     if updates_per_step is None:
         return int(updates_per_cycle)
     return max(1, round(updates_per_step * cycle_steps))
-
-
-@torch.no_grad()
-def polyak_update(net: torch.nn.Module, target: torch.nn.Module, decay: float) -> None:
-    """target <- decay * target + (1 - decay) * net (the HER paper's target update, decay 0.95)."""
-    for p, p_target in zip(net.parameters(), target.parameters()):
-        p_target.mul_(decay).add_(p, alpha=1.0 - decay)
-
-
-def update_precision(precision: str, device: torch.device) -> torch.autocast:
-    """Context for an update's forward (and so backward) passes. ``bfloat16`` runs the matrix
-    products through ``torch.autocast``: faster on CPUs with AMX / AVX512-BF16, slower on others.
-    Parameters, Adam's state and the loss stay float32."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
-
-
-def clip_to_return_range(target: torch.Tensor, gamma: float) -> torch.Tensor:
-    """Goal-env rewards lie in [-1, 0], so discounted returns lie in [-1/(1-gamma), 0] (HER paper)."""
-    return target.clamp(-1.0 / (1.0 - gamma), 0.0) if gamma < 1.0 else target.clamp(max=0.0)
 
 
 def cycle_result(episodes: dict[str, np.ndarray], losses: list[dict[str, float]],
