@@ -99,8 +99,10 @@ class Trainer:
         """A resumed run is judged by this command's ``eval`` table: with ``stop_when_solved=false``, or a
         threshold the last evaluation no longer meets, a run saved as solved trains on to its budget."""
         s, eval_cfg = self.state, self.config["eval"]
-        if s.solved_at_env_steps is not None and s.eval is not None and not is_solved(eval_cfg, self.goal_env, s.eval):
-            s.solved_at_env_steps = None
+        bar_moved = any(key in self.plan.changes for key in ("eval.success_threshold", "eval.return_threshold"))
+        if bar_moved and s.solved_at_env_steps is not None and s.eval is not None \
+                and not is_solved(eval_cfg, self.goal_env, s.eval):
+            s.solved_at_env_steps = None  # judged by the new bar from here on
         s.solved = s.solved and s.solved_at_env_steps is not None and bool(eval_cfg["stop_when_solved"])
 
     def train(self) -> bool:

@@ -191,3 +191,17 @@ def test_load_with_resume_is_refused_and_writes_nothing(tmp_path, verb):
     with pytest.raises(ConfigError, match="contradict each other"):
         main([f"load={out}", verb])
     assert snapshot(out) == before and not (out / "eval.json").exists()
+
+
+def test_a_later_weaker_evaluation_does_not_undo_when_the_run_first_solved(tmp_path):
+    out = tmp_path / "run"
+    first = main(["n=3", "progress=false", "eval.every_iterations=1", "eval.stop_when_solved=false",
+                  "eval.success_threshold=0.5", "budget.env_steps=400"], out_dir=out)
+    assert first["solved_at_env_steps"] is not None
+    state = torch.load(out / "checkpoint.pt", weights_only=True)
+    state["runner"]["eval"] = {**state["runner"]["eval"], "success_rate": 0.0}  # as if the last evaluation dropped
+    torch.save(state, out / "checkpoint.pt")
+    again = main(["resume=true", "budget.env_steps=600"], out_dir=out)
+    assert again["solved_at_env_steps"] == first["solved_at_env_steps"]
+    raised = main(["resume=true", "budget.env_steps=800", "eval.success_threshold=1.0"], out_dir=out)
+    assert raised["env_steps"] >= 800  # a higher bar is judged afresh: trains on (and may solve again later)
