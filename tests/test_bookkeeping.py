@@ -18,6 +18,19 @@ def _plain(overrides):
     return OmegaConf.to_container(compose(overrides), resolve=True)
 
 
+def _get(cfg, key):
+    for part in key.split("."):
+        cfg = cfg[part]
+    return cfg
+
+
+def _set(cfg, key, value):
+    *parents, last = key.split(".")
+    for part in parents:
+        cfg = cfg[part]
+    cfg[last] = value
+
+
 def _leaves(cfg, prefix=""):
     for key, value in cfg.items():
         if isinstance(value, dict) and value:
@@ -39,12 +52,12 @@ def test_resume_takes_changes_of_bookkeeping_keys_and_refuses_every_other_change
         top = key.split(".")[0]
         if top in ("resume", "load") or key.endswith(("name", "_target_")):
             continue
-        value = "x" if not isinstance(resume._get(saved, key), str) else "y"
+        value = "x" if not isinstance(_get(saved, key), str) else "y"
         current = json.loads(json.dumps(saved))
-        resume._set(current, key, value)
+        _set(current, key, value)
         if bookkeeping.is_bookkeeping(key):
             effective, changes = resume.merge(saved, current, [f"{key}={value}"])
-            assert key in changes and resume._get(effective, key) == value, key
+            assert key in changes and _get(effective, key) == value, key
         else:
             with pytest.raises(ConfigError, match="cannot resume"):
                 resume.merge(saved, current, [f"{key}={value}"])
