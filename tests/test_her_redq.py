@@ -41,12 +41,14 @@ def test_each_ensemble_member_is_the_critic_its_weights_make(layer_norm):
                 norm.weight.copy_(g[i, 0])
                 norm.bias.copy_(s[i, 0])
         torch.testing.assert_close(out[i], single(x, a))
+    members = torch.tensor([2, 0])
+    torch.testing.assert_close(ens(x, a, members=members), out[members])  # only the chosen members are computed
 
 
 def test_target_is_the_minimum_of_a_random_subset_bounded_to_the_return_range():
     agent = _redq(gamma=0.9, subset=2, autotune=False, alpha_init=1e-8)
     values = torch.tensor([[-1.0, 5.0], [-3.0, 5.0], [-2.0, 5.0], [-20.0, 5.0]])  # member i, sample j
-    agent.critics_target.forward = lambda x, a: values  # a stand-in for the target ensemble
+    agent.critics_target.forward = lambda x, a, members=None: values if members is None else values[members]
     t = {"x_next": torch.zeros(2, agent.inputs.dim), "reward": torch.zeros(2), "discount": torch.full((2,), 0.9),
          "not_done": torch.ones(2)}
 

@@ -22,13 +22,12 @@ hindsight learner, not after each update.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
 
-from her_rl.algos.her_sac import Actor, HerSAC
+from her_rl.algos.her_sac import HerSAC
 from her_rl.errors import ConfigError
 from her_rl.rl.nets import EnsembleCritic
 from her_rl.rl.updates import clip_to_return_range, frozen
@@ -58,23 +57,17 @@ class HerREDQ(HerSAC):
         if subset > ensemble:
             raise ConfigError(f"algo.subset={subset} is not allowed: it is larger than algo.ensemble ({ensemble})")
 
-    def build(self) -> None:
-        self.target_entropy = -float(self.act_dim) if self.target_entropy is None else float(self.target_entropy)
-        self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
-        self.actor = Actor(self.inputs.dim, self.act_dim, self.hidden).to(self.device)
+    def build_critics(self) -> None:
         self.critics, self.critics_target = (EnsembleCritic(
             self.ensemble, self.inputs.dim, self.act_dim, self.hidden, self.layer_norm).to(self.device) for _ in range(2))
-        self.log_alpha = torch.tensor(math.log(self.alpha_init), device=self.device, requires_grad=self.autotune)
-        self.actor_optimizer = self.adam(self.actor.parameters(), self.actor_lr)
         self.critic_optimizer = self.adam(self.critics.parameters(), self.critic_lr)
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=self.alpha_lr)
 
     @torch.no_grad()
     def soft_target(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
         subset = torch.randperm(self.ensemble, generator=self.generator, device=self.device)[: self.subset]
         with self.autocast():
             a_next, logp_next = self.actor(t["x_next"]).sample_with_log_prob(self.generator)
-            q_next = self.critics_target(t["x_next"], a_next)[subset].float().min(0).values
+            q_next = self.critics_target(t["x_next"], a_next, members=subset).float().min(0).values
         if self.clip_target:  # bound the bootstrap, not the entropy bonus: Q of a -1/0 reward lies in [-1/(1-gamma), 0]
             q_next = clip_to_return_range(q_next, self.gamma)
         return t["reward"] + t["discount"] * t["not_done"] * (q_next - self.log_alpha.exp() * logp_next)

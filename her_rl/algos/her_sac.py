@@ -75,12 +75,16 @@ class HerSAC(HindsightLearner):
         self.target_entropy = -float(self.act_dim) if self.target_entropy is None else float(self.target_entropy)
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)  # policy samples: the agent's own
         self.actor = Actor(self.inputs.dim, self.act_dim, self.hidden).to(self.device)
-        self.q1, self.q2, self.q1_target, self.q2_target = (
-            Critic(self.inputs.dim, self.act_dim, self.hidden).to(self.device) for _ in range(4))
+        self.build_critics()
         self.log_alpha = torch.tensor(math.log(self.alpha_init), device=self.device, requires_grad=self.autotune)
         self.actor_optimizer = self.adam(self.actor.parameters(), self.actor_lr)
-        self.critic_optimizer = self.adam([*self.q1.parameters(), *self.q2.parameters()], self.critic_lr)
         self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=self.alpha_lr)
+
+    def build_critics(self) -> None:
+        """The twin critics, their targets and optimiser (HER-REDQ builds its ensemble here instead)."""
+        self.q1, self.q2, self.q1_target, self.q2_target = (
+            Critic(self.inputs.dim, self.act_dim, self.hidden).to(self.device) for _ in range(4))
+        self.critic_optimizer = self.adam([*self.q1.parameters(), *self.q2.parameters()], self.critic_lr)
 
     @property
     def alpha(self) -> float:

@@ -111,13 +111,18 @@ class EnsembleCritic(nn.Module):
         self.gains = nn.ParameterList(nn.Parameter(torch.ones(self.n, 1, h)) for h in dims[1:-1]) if layer_norm else None
         self.shifts = nn.ParameterList(nn.Parameter(torch.zeros(self.n, 1, h)) for h in dims[1:-1]) if layer_norm else None
 
-    def forward(self, x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-        h = torch.cat([x, a], dim=1).unsqueeze(0).expand(self.n, -1, -1)
+    def forward(self, x: torch.Tensor, a: torch.Tensor, members: torch.Tensor | None = None) -> torch.Tensor:
+        """Q of every member, [n, batch]; with ``members`` (indices) only theirs, [len(members), batch]."""
+        def pick(p: torch.Tensor) -> torch.Tensor:
+            return p if members is None else p[members]
+
+        h = torch.cat([x, a], dim=1)
+        h = h.unsqueeze(0).expand(self.n if members is None else len(members), -1, -1)
         last = len(self.weights) - 1
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            h = torch.baddbmm(b, h, w)
+            h = torch.baddbmm(pick(b), h, pick(w))
             if i < last:
                 if self.layer_norm:
-                    h = nn.functional.layer_norm(h, h.shape[-1:]) * self.gains[i] + self.shifts[i]
+                    h = nn.functional.layer_norm(h, h.shape[-1:]) * pick(self.gains[i]) + pick(self.shifts[i])
                 h = torch.relu(h)
         return h.squeeze(-1)
