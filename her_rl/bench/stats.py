@@ -3,13 +3,16 @@
 A run that did not reach its target within its cap is *censored*: what it used (env steps, wall
 seconds) is only a lower bound on what it would have needed. The median of a set of runs is then
 exact only when no censored run sits at or below its middle; otherwise it is a lower bound.
+
+Curves over seeds are summarised per evaluation point by :func:`interval`: the median and the
+interquartile mean (IQM) of the runs' values, each with a percentile bootstrap interval.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 
 @dataclass
@@ -83,3 +86,55 @@ def known_median(values: Sequence[float | None]) -> float | None:
     """Median of the known values (None: a run that never got there is left out); None if none is."""
     known = [v for v in values if v is not None]
     return statistics.median(known) if known else None
+
+
+# ---------------------------------------------------------------- interval estimates over seeds
+
+
+def iqm(values: Sequence[float]) -> float:
+    """Interquartile mean: the mean of the values left after cutting a quarter (rounded down) of them
+    at each end, as ``scipy.stats.trim_mean(values, 0.25)`` and rliable's IQM compute it."""
+    ordered = sorted(float(v) for v in values)
+    if not ordered:
+        raise ValueError("iqm of no values")
+    cut = len(ordered) // 4
+    kept = ordered[cut:len(ordered) - cut]
+    return sum(kept) / len(kept)
+
+
+def bootstrap_ci(values: Sequence[float], statistic: Callable[[Sequence[float]], float], level: float = 0.95,
+                 reps: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``statistic`` over the values (runs resampled with
+    replacement ``reps`` times, a fixed generator so a table is reproducible)."""
+    import numpy as np
+
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        raise ValueError("bootstrap of no values")
+    draws = np.random.default_rng(seed).integers(0, data.size, size=(reps, data.size))
+    stats = np.array([statistic(data[d].tolist()) for d in draws])
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(stats, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+@dataclass
+class Interval:
+    """Median and IQM of the runs' values at one point, each with its bootstrap interval."""
+
+    n: int
+    median: float
+    median_ci: tuple[float, float]
+    iqm: float
+    iqm_ci: tuple[float, float]
+
+    def fmt(self, which: str = "iqm", digits: int = 2) -> str:
+        value, (lo, hi) = (self.iqm, self.iqm_ci) if which == "iqm" else (self.median, self.median_ci)
+        return f"{value:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def interval(values: Sequence[float], level: float = 0.95, reps: int = 2000, seed: int = 0) -> Interval:
+    """:class:`Interval` of the values (one per run)."""
+    med = lambda v: float(statistics.median(v))  # noqa: E731
+    return Interval(len(values), med(values), bootstrap_ci(values, med, level, reps, seed), iqm(values),
+                    bootstrap_ci(values, iqm, level, reps, seed))
