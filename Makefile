@@ -41,7 +41,9 @@ bench-push: $(STAMP)
 	$(BIN)/python scripts/bench_push.py --table bench_results/push_her.json bench_results/push_none.json
 
 # Continuous-action HER (ours) against SB3 SAC + HER on FetchReach, then ours on continuous push and drag
-# (3 seeds, stop at 0.9) and SB3 on continuous push with a wall cap. Needs MuJoCo: the robotics extra.
+# (3 seeds, stop at 0.9) and SB3 on continuous push with a wall cap; then like for like on FetchReach
+# (docs/benchmarks/like-for-like.md): against RL-Zoo's SAC + HER, and each learner against its SB3 twin.
+# Needs MuJoCo: the robotics extra.
 $(VENV)/.robotics: $(VENV)/.bench
 	$(BIN)/pip install --quiet -e ".[robotics]"
 	touch $@
@@ -54,9 +56,16 @@ bench-continuous: $(VENV)/.robotics
 		--budget 400000 --eval-every 8000 --stop-at-target --json bench_results/push_drag_continuous.json
 	$(BIN)/python scripts/bench_continuous.py --envs push --sides sb3 --seeds 0 --budget 400000 --eval-every 8000 \
 		--sb3-max-seconds 1200 --json bench_results/push_continuous_sb3.json
+	$(BIN)/python scripts/bench_like_for_like.py --envs fetch_reach --pairs zoo --seeds 0 1 2 --budget 10000 \
+		--eval-every 1000 --eval-episodes 50 --json bench_results/like_fetch_reach_zoo.json
+	$(BIN)/python scripts/bench_like_for_like.py --envs fetch_reach --pairs twins --seeds 0 1 2 --budget 10000 \
+		--eval-every 1000 --eval-episodes 50 --json bench_results/like_fetch_reach_twins.json
+	$(BIN)/python scripts/bench_like_for_like.py --table bench_results/like_fetch_reach_zoo.json \
+		bench_results/like_fetch_reach_twins.json --png bench_results/like_fetch_reach.png
 
 # The 1M-step Fetch runs (hours): FetchPush with the Fetch tuned file (stops at 0.9) beside
-# FetchPickAndPlace and FetchSlide with 16 episodes per cycle, one seed each.
+# FetchPickAndPlace and FetchSlide with 16 episodes per cycle, one seed each; then HER-DDPG against
+# RL-Zoo's TQC + HER on the three (3 seeds, SB3 capped at 4 hours a run).
 bench-fetch: $(VENV)/.robotics
 	mkdir -p bench_results
 	$(BIN)/python scripts/bench_continuous.py --envs fetch_push --sides ours --algo her_ddpg --seeds 0 \
@@ -65,6 +74,9 @@ bench-fetch: $(VENV)/.robotics
 		--seeds 0 --budget 1000000 --eval-every 20000 --stop-at-target --override algo.episodes_per_cycle=16 \
 		--json bench_results/fetch_pp_slide_1m.json; \
 	wait
+	$(BIN)/python scripts/bench_like_for_like.py --envs fetch_push fetch_pick_and_place fetch_slide --pairs zoo \
+		--seeds 0 1 2 --budget 1000000 --eval-every 20000 --eval-episodes 50 --sb3-max-seconds 14400 \
+		--json bench_results/like_fetch_zoo_1m.json --png bench_results/like_fetch_zoo_1m.png
 
 bench-env: $(STAMP)
 	$(BIN)/python scripts/bench_env_speed.py --envs push drag bitflip --num-envs 64 256 --steps 2000
