@@ -23,10 +23,11 @@ def test_iqm_cuts_a_quarter_at_each_end():
         iqm([])
 
 
-def test_iqm_matches_scipy_trim_mean():
-    stats = pytest.importorskip("scipy.stats")
-    values = np.random.default_rng(3).normal(size=13)
-    assert iqm(values) == pytest.approx(stats.trim_mean(values, 0.25))
+def test_iqm_matches_rliable():
+    metrics = pytest.importorskip("rliable.metrics")
+    for n in (3, 4, 13):
+        values = np.random.default_rng(n).normal(size=n)
+        assert iqm(values) == pytest.approx(metrics.aggregate_iqm(values[:, None]))
 
 
 def test_bootstrap_interval_brackets_the_statistic_and_widens_with_the_level():
