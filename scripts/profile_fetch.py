@@ -1,0 +1,78 @@
+"""FetchPush: where a training iteration's wall time goes, and env steps/s and updates/s of ours
+beside Stable-Baselines3's, timed in one process, one after the other.
+
+    .venv/bin/python scripts/profile_fetch.py --core 1 --steps 1000 --updates 200 --repeats 3 --phases 30
+
+Needs the robotics and bench extras (sb3-contrib for TQC). For each side, ``--steps`` env steps of
+collection with the exploring policy (stored into the replay memory), then ``--updates`` gradient
+steps on relabelled batches (:mod:`her_rl.bench.profile`), all sides in turns, best of ``--repeats``.
+Ours: her_ddpg and her_sac with their FetchPush tuned files (2 episodes per cycle); her_ddpg's
+collection again with the joints read by name (the env as gymnasium-robotics ships it) and with
+``env.vectorization=async``. SB3: SAC + HER with our net and batch, and rl-zoo's TQC + HER (net
+512x512x512, batch 2048), both on the env as shipped.
+``--phases N``: also ``her-run`` N iterations of each of our learners with every phase timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+
+from her_rl.bench.profile import (as_json, every_core, ours_side, phase_lines, phase_profile, rate_lines, sb3_side,
+                                  time_sides)
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=1000, help="env steps of collection timed per side")
+    parser.add_argument("--updates", type=int, default=200, help="gradient steps timed per side ...")
+    parser.add_argument("--max-update-s", type=float, default=20.0, help="... or as many as fit in this many s")
+    parser.add_argument("--algos", nargs="+", default=["her_ddpg", "her_sac"])
+    parser.add_argument("--peers", nargs="*", default=["sac", "tqc"], choices=["sac", "tqc"])
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds, sides in turns; the best round is kept")
+    parser.add_argument("--no-async", action="store_true", help="skip the first learner with env.vectorization=async")
+    parser.add_argument("--phases", type=int, default=0, help="her-run N iterations per learner, timed by phase")
+    parser.add_argument("--core", type=int, default=None, help="pin this process to one CPU core")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default=None, help="also write the numbers to this JSON file")
+    args = parser.parse_args(argv)
+    if args.core is not None:
+        os.sched_setaffinity(0, {args.core})
+
+    print(f"FetchPush-v4, {os.cpu_count()} CPUs, core {args.core if args.core is not None else 'any'}, "
+          f"load average before: {load()}", flush=True)
+    sides = [ours_side(a, args.seed) for a in args.algos]
+    sides.append(ours_side(args.algos[0], args.seed, joint_cache=False))  # the env as gymnasium-robotics ships it
+    if not args.no_async:
+        with every_core():  # its worker processes may use the other core (which may be busy)
+            sides.append(ours_side(args.algos[0], args.seed, vectorization="async"))
+    learns = [True] * len(args.algos) + [False] * (len(sides) - len(args.algos)) + [True] * len(args.peers)
+    sides += [sb3_side(kind, args.seed) for kind in args.peers]
+    try:
+        rates = time_sides(sides, args.steps, args.updates, args.repeats, learns, args.max_update_s)
+    finally:
+        for side in sides:
+            side.close()
+    print("\n".join(rate_lines(rates)), flush=True)
+    phases = {}
+    for algo in args.algos if args.phases else []:
+        with tempfile.TemporaryDirectory(prefix="profile_") as out:
+            overrides = [f"algo={algo}", "env=fetch_push", f"seed={args.seed}", "progress=false",
+                         f"budget.env_steps={args.phases * 100}", "eval.stop_when_solved=false"]
+            phases[algo] = phase_profile(overrides, out)
+        print(f"\n{algo}: {phases[algo].iterations} iterations of {phases[algo].env_steps // phases[algo].iterations}"
+              f" env steps, {phases[algo].wall_s:.1f} s\n" + "\n".join(phase_lines(phases[algo])), flush=True)
+    print(f"load average after: {load()}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(as_json(rates, phases), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
