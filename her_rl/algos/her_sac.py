@@ -93,7 +93,7 @@ class HerSAC(HindsightLearner):
     def policy(self, x: torch.Tensor, explore: bool) -> np.ndarray:
         """Actions in [-1, 1]^A: a sample from the policy, or its squashed mean (greedy)."""
         dist = self.actor(x)
-        a = dist.sample_with_log_prob(self.generator)[0] if explore else dist.mode()
+        a = dist.sample(self.generator) if explore else dist.mode()  # the same draw as sample_with_log_prob's
         return a.cpu().numpy().reshape(-1, self.act_dim).astype(np.float32)
 
     @torch.no_grad()

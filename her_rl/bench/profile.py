@@ -149,7 +149,7 @@ def phase_lines(p: Phases) -> list[str]:
     rows = [head(["phase", "calls / iteration", "ms / iteration", "share"], "lrrr")]
     for phase, s in sorted(p.seconds.items(), key=lambda kv: -kv[1]):
         calls = p.calls.get(phase)
-        rows.append(line([phase, "-" if calls is None else f"{calls / p.iterations:g}",
+        rows.append(line([phase, "-" if calls is None else f"{calls / p.iterations:.3g}",
                           f"{1000 * s / p.iterations:,.1f}", f"{100 * s / p.wall_s:.1f}%"]))
     rows.append(line(["**all**", "", f"**{1000 * p.wall_s / p.iterations:,.1f}**", "100%"]))
     return rows

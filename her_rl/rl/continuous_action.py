@@ -34,20 +34,23 @@ class ContinuousAction(Action):
         self.mean, self.std, self.squash = mean, std, bool(squash)
         self.dist = torch.distributions.Normal(mean, std)
 
-    def sample(self) -> torch.Tensor:
-        """Reparameterised sample (gradients flow into mean/std)."""
-        u = self.dist.rsample()
+    def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Reparameterised sample (gradients flow into mean/std); with ``generator``, the action
+        :meth:`sample_with_log_prob` would draw, without scoring it (acting needs no log-probability)."""
+        u = self._pre_tanh(generator)
         return torch.tanh(u) if self.squash else u
 
     def sample_with_log_prob(self, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(action, log_prob)`` computed from the pre-tanh sample (no atanh round trip); reparameterised,
         drawn with ``generator`` when given (an algorithm's own, so its runs do not share torch's global one)."""
-        if generator is None:
-            u = self.dist.rsample()
-        else:
-            u = self.mean + self.std * torch.randn(self.mean.shape, generator=generator, device=self.mean.device,
-                                                   dtype=self.mean.dtype)
+        u = self._pre_tanh(generator)
         return (torch.tanh(u) if self.squash else u), self._log_prob_pre(u)
+
+    def _pre_tanh(self, generator: torch.Generator | None) -> torch.Tensor:
+        if generator is None:
+            return self.dist.rsample()
+        return self.mean + self.std * torch.randn(self.mean.shape, generator=generator, device=self.mean.device,
+                                                  dtype=self.mean.dtype)
 
     def _log_prob_pre(self, u: torch.Tensor) -> torch.Tensor:
         lp = self.dist.log_prob(u).sum(-1)
