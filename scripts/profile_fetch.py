@@ -3,13 +3,12 @@ beside Stable-Baselines3's, timed in one process, one after the other.
 
     .venv/bin/python scripts/profile_fetch.py --core 1 --steps 1000 --updates 200 --repeats 3 --phases 30
 
-Needs the robotics and bench extras (sb3-contrib for TQC). For each side, ``--steps`` env steps of
-collection with the exploring policy (stored into the replay memory), then ``--updates`` gradient
-steps on relabelled batches (:mod:`her_rl.bench.profile`), all sides in turns, best of ``--repeats``.
-Ours: her_ddpg and her_sac with their FetchPush tuned files (2 episodes per cycle); her_ddpg's
-collection again with the joints read by name (the env as gymnasium-robotics ships it) and with
-``env.vectorization=async``. SB3: SAC + HER with our net and batch, and rl-zoo's TQC + HER (net
-512x512x512, batch 2048), both on the env as shipped.
+Needs the robotics and bench extras (sb3-contrib for TQC). Each side: ``--steps`` env steps of
+collection with the exploring policy, then ``--updates`` gradient steps on relabelled batches
+(:mod:`her_rl.bench.profile`), sides in turns, best of ``--repeats``. Ours: her_ddpg and her_sac
+(FetchPush tuned files: 2 episodes per cycle); her_ddpg's collection again with the joints read by
+name (the env as gymnasium-robotics ships it) and with ``env.vectorization=async``. SB3: SAC + HER
+with our net and batch, rl-zoo's TQC + HER (512x512x512, batch 2048), on the env as shipped.
 ``--phases N``: also ``her-run`` N iterations of each of our learners with every phase timed.
 """
 
@@ -20,12 +19,9 @@ import json
 import os
 import tempfile
 
-from her_rl.bench.profile import (as_json, every_core, ours_side, phase_lines, phase_profile, rate_lines, sb3_side,
-                                  time_sides)
-
-
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+from her_rl.bench.peers import missing
+from her_rl.bench.profile import (as_json, every_core, load_average, ours_side, phase_lines, phase_profile, rate_lines,
+                                  sb3_side, time_sides)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -42,11 +38,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
+    if args.peers and missing():  # one line, not a traceback, without the bench extra
+        parser.error(missing())
     if args.core is not None:
         os.sched_setaffinity(0, {args.core})
 
     print(f"FetchPush-v4, {os.cpu_count()} CPUs, core {args.core if args.core is not None else 'any'}, "
-          f"load average before: {load()}", flush=True)
+          f"load average before: {load_average()}", flush=True)
     sides = [ours_side(a, args.seed) for a in args.algos]
     sides.append(ours_side(args.algos[0], args.seed, joint_cache=False))  # the env as gymnasium-robotics ships it
     if not args.no_async:
@@ -68,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
             phases[algo] = phase_profile(overrides, out)
         print(f"\n{algo}: {phases[algo].iterations} iterations of {phases[algo].env_steps // phases[algo].iterations}"
               f" env steps, {phases[algo].wall_s:.1f} s\n" + "\n".join(phase_lines(phases[algo])), flush=True)
-    print(f"load average after: {load()}")
+    print(f"load average after: {load_average()}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(as_json(rates, phases), f, indent=1)

@@ -291,6 +291,11 @@ def time_sides(sides: Sequence[Side], steps: int, updates: int, repeats: int = 3
     return [Rate(s.side, s.learner, s.net, s.batch, c or None, u or None) for s, (c, u) in zip(sides, best)]
 
 
+def load_average() -> str:
+    """The machine's load average over 1, 5 and 15 minutes: how busy the other cores were."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def rate_lines(rates: Sequence[Rate]) -> list[str]:
     from her_rl.bench.tables import fmt, head, line
 
@@ -303,5 +308,5 @@ def as_json(rates: Sequence[Rate], phases: dict[str, Phases]) -> dict[str, Any]:
     return {"rates": [asdict(r) for r in rates], "phases": {k: asdict(v) for k, v in phases.items()}}
 
 
-__all__ = ["PhaseClock", "Phases", "Rate", "Side", "as_json", "every_core", "instrument", "ours_side", "phase_lines",
-           "phase_profile", "rate_lines", "sb3_side", "time_sides"]
+__all__ = ["PhaseClock", "Phases", "Rate", "Side", "as_json", "every_core", "instrument", "load_average", "ours_side",
+           "phase_lines", "phase_profile", "rate_lines", "sb3_side", "time_sides"]
