@@ -10,6 +10,7 @@ truncated, foreign, or holding other objects) is a :class:`CheckpointError` of o
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import re
@@ -114,7 +115,9 @@ def load(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> d
             warnings.simplefilter("ignore")
             obj = torch.load(path, map_location=map_location, weights_only=True)
     except OSError as exc:
-        raise CheckpointError(f"cannot load checkpoint {path}: {exc.strerror or exc}") from None
+        # EINVAL: torch's zip reader seeking past the end of a truncated file, not an access problem
+        why = _why_unloadable(exc) if exc.errno == errno.EINVAL else (exc.strerror or exc)
+        raise CheckpointError(f"cannot load checkpoint {path}: {why}") from None
     except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError, ... for bad files
         raise CheckpointError(f"cannot load checkpoint {path}: {_why_unloadable(exc)}") from None
     if not isinstance(obj, dict) or not all(k in obj for k in KEYS):

@@ -33,6 +33,16 @@ def resolved(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
 _PROBED: dict[tuple[str, str], EnvSpaces] = {}  # one probe per env config and process (her-run checks twice)
 
 
+def by_size(size: Any, table: dict[Any, Any]) -> Any:
+    """``${by_size:${n},{30: a, 4096: b}}``: the value of the smallest bound >= ``size`` (a setting
+    chosen by the size of the task, as the bit-flip tuned file chooses its network by n)."""
+    bounds = sorted(table, key=int)
+    for bound in bounds:
+        if int(size) <= int(bound):
+            return table[bound]
+    raise ValueError(f"size {size} is larger than every bound of {{{', '.join(map(str, bounds))}}}")
+
+
 def forget_probes() -> None:
     """Forget the env spaces probed so far in this process (the next check builds the env again)."""
     _PROBED.clear()

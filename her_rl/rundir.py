@@ -50,7 +50,7 @@ def swept_dirname(fallback: str, task: Any) -> str:
 
 def register_resolvers() -> None:
     """``${run_suffix:}`` and ``${swept_dirname:...}`` in the Hydra run/sweep folder names
-    (the suffix is cached: one value per config)."""
+    (the suffix is cached: one value per config), ``${bookkeeping_keys:}`` and ``${by_size:...}``."""
     from omegaconf import OmegaConf  # here: her_rl.load reads this module's names without OmegaConf
 
     if not OmegaConf.has_resolver(SUFFIX_RESOLVER):
@@ -61,6 +61,10 @@ def register_resolvers() -> None:
         from her_rl.bookkeeping import exclude_keys
 
         OmegaConf.register_new_resolver("bookkeeping_keys", exclude_keys)
+    if not OmegaConf.has_resolver("by_size"):  # settings by task size (the bit-flip tuned file)
+        from her_rl.config import by_size
+
+        OmegaConf.register_new_resolver("by_size", by_size)
 
 
 class SweptKeys:

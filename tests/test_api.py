@@ -60,7 +60,7 @@ def test_load_builds_only_the_networks(flip8):
     policy = her_rl.load(flip8[0])
     assert policy.agent.envs is None and policy.agent.memory is None
     assert policy.algo == "her_dqn" and policy.env_id == "her_rl/BitFlip-v0"
-    assert str(policy.agent.q[0].weight.device) == "cpu"
+    assert str(next(policy.agent.q.parameters()).device) == "cpu"
     same = her_rl.load(flip8[0] / "checkpoint.pt")  # the checkpoint file works as well as its folder
     obs = policy.make_env().reset(seed=3)[0]
     assert policy.predict(obs)[0] == same.predict(obs)[0]

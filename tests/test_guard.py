@@ -32,12 +32,12 @@ def _poison_at(monkeypatch, iteration, how):
                 result.metrics["losses/td_loss"] = float("nan")
             else:
                 with torch.no_grad():
-                    self.q[0].weight.fill_(float("inf"))
+                    next(self.q.parameters()).fill_(float("inf"))  # its first layer's weights
         return result
     monkeypatch.setattr(HerDQN, "train_iteration", poisoned)
 
 
-@pytest.mark.parametrize("how, what", [("loss", "losses/td_loss = nan"), ("weights", "parameter q.0.weight")])
+@pytest.mark.parametrize("how, what", [("loss", "losses/td_loss = nan"), ("weights", r"parameter q\.\S+weight")])
 def test_nonfinite_stops_in_the_iteration_it_appears_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch,
                                                                                          how, what):
     _poison_at(monkeypatch, {3}, how)

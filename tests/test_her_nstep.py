@@ -155,6 +155,6 @@ def test_an_explicit_tuned_file_replaces_the_automatic_one():
     auto = compose(["n=20"]).algo
     small = compose(["n=20", "tuned=her_dqn_bitflip_small_n"]).algo
     off = compose(["n=20", "~tuned"]).algo
-    assert (auto.lr, auto.updates_per_step) == (0.001, 0.5)
+    assert (auto.network, auto.lr, auto.updates_per_step) == ("mlp", 0.003, 0.2)  # the tuned file's n <= 30 row
     assert (small.lr, small.updates_per_step, small.episodes_per_cycle) == (0.002, 0.25, 4)
     assert (off.updates_per_step, off.episodes_per_cycle) == (None, 16)  # the paper's cycle

@@ -242,7 +242,6 @@ def cycle_envs(env_cfg: dict[str, Any], num_envs: int, seed: int, algo: str,
     """The vector env a learner collects its cycles in, and what it needs to know of it.
     ``inference``: one copy is built only to read the spec, then closed (no envs are returned)."""
     from her_rl.envs import make_vec  # here, not at the top: her_rl.envs is heavier than these helpers
-    from her_rl.envs.fetch import cache_joint_lookups
 
     if inference:
         probe = make_vec(env_cfg, 1, seed=seed)
@@ -250,7 +249,7 @@ def cycle_envs(env_cfg: dict[str, Any], num_envs: int, seed: int, algo: str,
             return None, goal_env_spec(probe, env_cfg, algo)
         finally:
             probe.close()
-    envs = cache_joint_lookups(make_vec(env_cfg, num_envs, seed=seed))  # Fetch: joints read by address
+    envs = make_vec(env_cfg, num_envs, seed=seed)
     if hasattr(envs, "autoreset"):
         envs.autoreset = False  # lock-step episodes; steps after an episode ends are masked
     return envs, goal_env_spec(envs, env_cfg, algo)

@@ -16,7 +16,7 @@ import gymnasium as gym
 from her_rl.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
 from her_rl.envs.custom import registered_id
 from her_rl.envs.drag import DragEnv, DragVectorEnv
-from her_rl.envs.fetch import GoalVectorEnv, ensure_registered
+from her_rl.envs.fetch import GoalVectorEnv, cache_joint_lookups, ensure_registered
 from her_rl.envs.push import PushEnv, PushVectorEnv
 from her_rl.envs.table import check_table_kwargs
 from her_rl.registry import ConfigError
@@ -76,6 +76,7 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) ->
         raise ConfigError(f"cannot make env '{env_id}': {message}") from first_error
     if isinstance(envs, gym.vector.AsyncVectorEnv):  # copies in other processes: a local one for compute_reward
         envs = GoalVectorEnv(envs, env_id, kwargs)
+    envs = cache_joint_lookups(envs)  # Fetch copies read their joints by address (her_rl/envs/fetch.py)
     if seed is not None:
         envs.action_space.seed(seed)
     return envs

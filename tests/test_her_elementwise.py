@@ -1,4 +1,5 @@
-"""Bit-flip past 50 bits: the element-wise Q-network and far relabelled goals (``random_mix``)."""
+"""Bit-flip's element-wise Q-network (the bit-flip default past 30 bits), the settings the tuned file picks by
+n, and far relabelled goals (``random_mix``)."""
 
 import pytest
 import torch
@@ -40,9 +41,27 @@ def test_bad_large_n_keys_are_refused(tmp_path, override):
         run(compose([override, "progress=false", "budget.env_steps=10"]), out_dir=tmp_path / "run")
 
 
-def test_the_large_n_preset_solves_64_bits_in_a_few_thousand_env_steps(tmp_path):
-    cfg = compose(["n=64", "tuned=her_dqn_bitflip_large_n", "progress=false", "budget.env_steps=4000",
+def test_the_default_bitflip_settings_solve_64_bits_in_a_few_thousand_env_steps(tmp_path):
+    cfg = compose(["n=64", "progress=false", "budget.env_steps=4000",
                    "eval.every_env_steps=1000"])
     assert (cfg.algo.network, list(cfg.algo.hidden)) == ("elementwise", [32, 32])
     results = run(cfg, out_dir=tmp_path)
     assert results["solved"] and results["eval_success_rate"] >= 0.95, results
+
+
+@pytest.mark.parametrize("n, network, hidden, lr", [(5, "mlp", [256, 256], 0.003), (30, "mlp", [256, 256], 0.003),
+                                                    (31, "elementwise", [32, 32], 0.001),
+                                                    (4096, "elementwise", [32, 32], 0.001)])
+def test_the_bitflip_tuned_file_picks_its_settings_by_n(n, network, hidden, lr):
+    algo = compose([f"n={n}"]).algo
+    assert (algo.network, list(algo.hidden), algo.lr) == (network, hidden, lr)
+    assert compose([f"n={n}", "algo.network=mlp"]).algo.network == "mlp"  # a command-line value still wins
+
+
+def test_by_size_takes_the_smallest_bound_that_holds_the_size_and_names_a_size_beyond_them():
+    from her_rl.config import by_size
+
+    table = {"30": "a", "4096": "b", "100": "c"}
+    assert [by_size(n, table) for n in (1, 30, 31, 100, 101, 4096)] == ["a", "a", "c", "c", "b", "b"]
+    with pytest.raises(ValueError, match="size 5000 is larger than every bound of {30, 100, 4096}"):
+        by_size(5000, table)
