@@ -35,12 +35,16 @@ _PROBED: dict[tuple[str, str], EnvSpaces] = {}  # one probe per env config and p
 
 def by_size(size: Any, table: dict[Any, Any]) -> Any:
     """``${by_size:${n},{30: a, 4096: b}}``: the value of the smallest bound >= ``size`` (a setting
-    chosen by the size of the task, as the bit-flip tuned file chooses its network by n)."""
+    chosen by the size of the task, as the bit-flip tuned file chooses its network by n).
+
+    A size past every bound takes the last value and one that is not an integer the first: the size's
+    own rule (``n`` in her_rl/envs/bitflip.py) then refuses it with its one line."""
     bounds = sorted(table, key=int)
-    for bound in bounds:
-        if int(size) <= int(bound):
-            return table[bound]
-    raise ValueError(f"size {size} is larger than every bound of {{{', '.join(map(str, bounds))}}}")
+    try:
+        size = int(size)
+    except (TypeError, ValueError):
+        return table[bounds[0]]
+    return next((table[b] for b in bounds if size <= int(b)), table[bounds[-1]])
 
 
 def forget_probes() -> None:

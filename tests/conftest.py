@@ -37,3 +37,34 @@ def unload_script(name: str) -> None:
     import sys
 
     sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def her_run_here(monkeypatch, capsys):
+    """``her_run_here(args, cwd)``: her-run's ``main`` in this process, for commands it refuses before
+    Hydra starts a job (a subprocess costs seconds of imports; test_cli.py runs the console script
+    itself). Returns a ``subprocess.CompletedProcess`` with the exit status and the printed text.
+    Reaching Hydra's job machinery fails the test: such a command belongs in a subprocess."""
+    import subprocess
+    import sys
+
+    from her_rl import cli
+
+    def hydra_job():
+        raise AssertionError("the command reached Hydra's job machinery: run it as a subprocess")
+
+    monkeypatch.setattr(cli, "_hydra_main", hydra_job)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
+
+    def run(args, cwd):
+        monkeypatch.chdir(cwd)
+        monkeypatch.setattr(sys, "argv", ["her-run", *args])
+        capsys.readouterr()
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["her-run", *args], code, out, err)
+    return run

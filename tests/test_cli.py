@@ -1,4 +1,5 @@
-"""her-run as a user runs it: a subprocess per command."""
+"""her-run as a user runs it: a subprocess per command, except the matrices of refused commands, which run
+her-run's main in-process (the ``her_run_here`` fixture) beside a few console-script cases."""
 
 import json
 import os
@@ -37,16 +38,12 @@ def test_smoke_run_writes_every_output(her_run, tmp_path):
     (["tuned=null"], "pass ~tuned"),
     (["algo=her_dqn", "env=cartpole"], "needs a goal-conditioned env"),
     (["n=0"], "n=0 is not allowed: n must be an integer in [1, 4096]"),
-    (["n=abc"], "n='abc' is not allowed: n must be an integer"),
     (["algo.lr=-0.1"], "algo.lr=-0.1 is not allowed: algo.lr must be a finite number > 0"),
     (["algo.batch_size=512", "algo.buffer_size=100"], "larger than algo.buffer_size"),
-    (["algo._target_=os.system"], "only registered builders may be used"),
     (["algo=ppo", "env=gym", "env.id=NoSuchEnv-v9"], "unknown gymnasium env id 'NoSuchEnv-v9'"),
-    (["algo=ppo", "env=gym", "env.id=Blackjack-v1"], "ppo"),
 ])
-def test_bad_input_exits_nonzero_with_one_clear_line(her_run, tmp_path, args, message):
-    p = subprocess.run([her_run, *args, "progress=false", f"hydra.run.dir={tmp_path / 'r'}"], cwd=tmp_path,
-                       env=ENV, capture_output=True, text=True, timeout=120)
+def test_bad_input_exits_nonzero_with_one_clear_line(her_run_here, tmp_path, args, message):
+    p = her_run_here([*args, "progress=false", f"hydra.run.dir={tmp_path / 'r'}"], tmp_path)
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert message in p.stderr
     assert "Traceback" not in p.stderr
@@ -180,13 +177,28 @@ def _one_line_refusal(p):
     (["n=3,4"], "Ambiguous value for argument 'n=3,4'"),
     (["hydra/launcher=nope"], "Could not find 'hydra/launcher/nope'"),
     (["algo.k=1.5"], "algo.k=1.5 is not allowed"),
-    (["algo=ppo", "env=gym", "env.id=Blackjack-v1"], "cannot read observations"),  # refused inside the job
     (["resume=true"], "resume=true"),
     (["load=nope.pt"], "cannot load checkpoint nope.pt: no such file"),
     (["-m", "n=3,0"], "n=0 is not allowed"),
 ])
 @pytest.mark.parametrize("run_dir", [False, True])
-def test_refused_commands_create_no_folder(her_run, tmp_path, args, message, run_dir):
+def test_refused_commands_create_no_folder(her_run_here, tmp_path, args, message, run_dir):
+    extra = [f"hydra.run.dir={tmp_path / 'r'}"] if run_dir else []
+    p = her_run_here([*args, "progress=false", *extra], tmp_path)
+    _one_line_refusal(p)
+    assert message in p.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["algo.nope=1"], "unknown config key 'algo.nope'"),  # refused before Hydra
+    # refused inside the job (whose empty folder is removed)
+    (["n=abc"], "n='abc' is not allowed: n must be an integer"),
+    (["algo._target_=os.system"], "only registered builders may be used"),
+    (["algo=ppo", "env=gym", "env.id=Blackjack-v1"], "cannot read observations"),
+])
+@pytest.mark.parametrize("run_dir", [False, True])
+def test_the_console_script_refuses_with_one_line_and_no_folder(her_run, tmp_path, args, message, run_dir):
     extra = [f"hydra.run.dir={tmp_path / 'r'}"] if run_dir else []
     p = subprocess.run([her_run, *args, "progress=false", *extra], cwd=tmp_path, env=ENV, capture_output=True,
                        text=True, timeout=120)

@@ -40,14 +40,20 @@ def _one_line_refusal(p):
     (["--config-d=configs"], "--config-d is not accepted"),  # argparse would take the abbreviation
     (["--experimental-rerun", "configs/x.pickle"], "--experimental-rerun is not accepted"),
 ])
-def test_an_override_naming_code_is_refused_and_runs_nothing(her_run, tmp_path, args, message):
+def test_an_override_naming_code_is_refused_and_runs_nothing(her_run_here, tmp_path, args, message):
     (tmp_path / "configs").mkdir()
-    p = subprocess.run([her_run, *args, "progress=false"], cwd=tmp_path, env=ENV, capture_output=True, text=True,
-                       timeout=120)
+    p = her_run_here([*args, "progress=false"], tmp_path)
     _one_line_refusal(p)
     assert message in p.stderr
     assert sorted(q.name for q in tmp_path.iterdir()) == ["configs"]  # no made.txt, no run or sweep folder
     assert list((tmp_path / "configs").iterdir()) == []
+
+
+def test_the_console_script_refuses_an_override_naming_code(her_run, tmp_path):
+    p = subprocess.run([her_run, "+hydra.callbacks.x._target_=builtins.open", "+hydra.callbacks.x._args_=[made.txt,w]",
+                        "progress=false"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    _one_line_refusal(p)
+    assert "hydra.callbacks are her-rl's own" in p.stderr and list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("override", [

@@ -1,6 +1,8 @@
 """Bit-flip's element-wise Q-network (the bit-flip default past 30 bits), the settings the tuned file picks by
 n, and far relabelled goals (``random_mix``)."""
 
+import re
+
 import pytest
 import torch
 
@@ -58,10 +60,16 @@ def test_the_bitflip_tuned_file_picks_its_settings_by_n(n, network, hidden, lr):
     assert compose([f"n={n}", "algo.network=mlp"]).algo.network == "mlp"  # a command-line value still wins
 
 
-def test_by_size_takes_the_smallest_bound_that_holds_the_size_and_names_a_size_beyond_them():
+def test_by_size_takes_the_smallest_bound_that_holds_the_size():
     from her_rl.config import by_size
 
     table = {"30": "a", "4096": "b", "100": "c"}
     assert [by_size(n, table) for n in (1, 30, 31, 100, 101, 4096)] == ["a", "a", "c", "c", "b", "b"]
-    with pytest.raises(ValueError, match="size 5000 is larger than every bound of {30, 100, 4096}"):
-        by_size(5000, table)
+    assert (by_size(5000, table), by_size("abc", table)) == ("b", "a")  # for the size's own rule to refuse
+
+
+@pytest.mark.parametrize("n, message", [("abc", "n='abc' is not allowed: n must be an integer"),
+                                        ("5000", "n=5000 is not allowed: n must be an integer in [1, 4096]")])
+def test_a_bad_n_is_named_by_its_own_rule_not_by_the_tuned_file(tmp_path, n, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        run(compose([f"n={n}", "progress=false", "budget.env_steps=10"]), out_dir=tmp_path / "run")

@@ -65,9 +65,9 @@ def user_files(tmp_path):
     (["-m", "seed=0,1", "hydra.sweep.dir=/proc/her-rl-sweep"], "cannot write in /proc"),
     (["-m", "seed=0,1", "hydra.sweep.dir=afile"], "it is a file, not a folder"),
 ])
-def test_a_folder_that_is_not_a_runs_is_refused_and_left_as_it_was(her_run, user_files, args, message):
+def test_a_folder_that_is_not_a_runs_is_refused_and_left_as_it_was(her_run_here, user_files, args, message):
     before = _tree(user_files)
-    p = _her_run(her_run, user_files, *args)
+    p = her_run_here([*args, "progress=false", "budget.env_steps=300"], user_files)
     _refused(p)
     assert message in p.stderr
     assert _tree(user_files) == before
