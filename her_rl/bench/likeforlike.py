@@ -79,6 +79,8 @@ def jobs(pair: str, envs: Sequence[str], seeds: Sequence[int], budget: int, eval
 def refusal(planned: Sequence[dict[str, Any]]) -> str | None:
     """Why these jobs cannot give both sides evaluations at the same env steps (None: they can)."""
     for job in planned:
+        if why := zoo.robotics_missing(ENVS[job["env"]][0]):
+            return why
         if job["eval_episodes"] < 50:
             return "--eval-episodes must be at least 50"
         if job["budget"] % job["eval_every"]:
@@ -176,7 +178,7 @@ def step_table(rows: Sequence[dict[str, Any]]) -> str:
         steps = sorted({s for p in points.values() for s in p})
         header, body = ["env steps"], []
         for side in sides:
-            header += [f"{names[side]} median", f"IQM [95% CI]", "wall s"]
+            header += [f"{names[side]} median", "IQM [95% CI]", "wall s"]
         for step in steps:
             cells: list[Any] = [f"{step:,}"]
             for side in sides:

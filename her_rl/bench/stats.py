@@ -135,6 +135,9 @@ class Interval:
 
 def interval(values: Sequence[float], level: float = 0.95, reps: int = 2000, seed: int = 0) -> Interval:
     """:class:`Interval` of the values (one per run)."""
-    med = lambda v: float(statistics.median(v))  # noqa: E731
-    return Interval(len(values), med(values), bootstrap_ci(values, med, level, reps, seed), iqm(values),
+    return Interval(len(values), _median(values), bootstrap_ci(values, _median, level, reps, seed), iqm(values),
                     bootstrap_ci(values, iqm, level, reps, seed))
+
+
+def _median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))

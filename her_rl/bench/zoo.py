@@ -33,6 +33,7 @@ import numpy as np
 from her_rl.bench import peers
 
 CONTRIB = 'sb3-contrib is not installed (a benchmark extra: pip install -e ".[bench]")'
+ROBOTICS = 'gymnasium-robotics is not installed (the Fetch tasks: pip install -e ".[robotics]")'
 # RL-Zoo's settings (rl_zoo3 2.x hyperparams: sac.yml FetchReach, tqc.yml FetchPush and the Fetch tasks
 # that share its block); learning_starts 1000 on the TQC tasks too, one gradient step per env step.
 _TQC = {"algo": "tqc", "net_arch": [512, 512, 512], "n_critics": 2, "batch_size": 2048, "gamma": 0.95,
@@ -46,6 +47,17 @@ ZOO: dict[str, dict[str, Any]] = {
 }
 TWINS = {"her_sac": "sac", "her_ddpg": "ddpg", "her_td3": "td3"}
 STRATEGIES = ("future", "final", "episode")  # the hindsight strategies SB3's HerReplayBuffer has
+
+
+def robotics_missing(env_id: str) -> str | None:
+    """None unless ``env_id`` is a Fetch task and gymnasium-robotics does not import (both sides need it)."""
+    if not env_id.startswith("Fetch"):
+        return None
+    try:
+        import gymnasium_robotics  # noqa: F401
+    except ImportError:
+        return ROBOTICS
+    return None
 
 
 def missing(kind: str = "twin", env_id: str = "") -> str | None:
