@@ -120,9 +120,10 @@ def test_tables_per_point_and_at_matched_wall_seconds():
     assert "| 2,000 | 0.95 (n=2) |" in step and "0.50 (n=2)" in step and "SB3 SAC + HER (RL-Zoo)" in step
     wall = lfl.wall_table(rows())
     # ours' median run is 21 s: then seed 0 has its last evaluation (1.0), seed 1 its first (0.7), SB3 none
-    assert "| fetch_reach | zoo | 21 | her_ddpg | 0.85 | 0.85 [0.70, 1.00] | 1,500 | 2 |" in wall
-    assert "| fetch_reach | zoo | 21 | SB3 SAC + HER (RL-Zoo) | 0.00 |" in wall
-    assert lfl.success_by(rows()[1], 45.0) == (0.0, 1000)
+    assert "| fetch_reach | zoo | 21 | her_ddpg | 0.85 | 0.85 [0.70, 1.00] | 1,500 | 2/2 |" in wall
+    assert "| fetch_reach | zoo | 21 | SB3 SAC + HER (RL-Zoo) | - | - | - | 0/2 |" in wall
+    assert "| fetch_reach | zoo | 10 | her_ddpg | 0.50 | 0.50 [0.50, 0.50] | 1,000 | 1/2 |" in wall
+    assert lfl.success_by(rows()[1], 45.0) == (0.0, 1000) and lfl.success_by(rows()[1], 29.0) is None
 
 
 def test_curves_png(tmp_path):

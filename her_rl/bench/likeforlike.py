@@ -193,15 +193,16 @@ def step_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n\n".join(parts)
 
 
-def success_by(row: dict[str, Any], wall: float) -> tuple[float, int]:
-    """(success, env steps) of the run's last evaluation within ``wall`` seconds ((0, 0): none yet)."""
+def success_by(row: dict[str, Any], wall: float) -> tuple[float, int] | None:
+    """(success, env steps) of the run's last evaluation within ``wall`` seconds (None: none yet)."""
     done = [(v, s) for s, w, v in row["curve"] if w <= wall]
-    return done[-1] if done else (0.0, 0)
+    return done[-1] if done else None
 
 
 def wall_table(rows: Sequence[dict[str, Any]]) -> str:
     """Per (env, pair), at matched wall seconds (the quicker side's median run time, and half of it):
-    each side's success there (median, IQM [95% CI]) and the env steps it had reached (median)."""
+    each side's success there (median, IQM [95% CI]) over the runs evaluated by then, and the env
+    steps those had reached (median); ``-`` where no run had been evaluated yet."""
     body = []
     for (env, pair), sides in groups(rows).items():
         if len(sides) < 2:
@@ -209,12 +210,14 @@ def wall_table(rows: Sequence[dict[str, Any]]) -> str:
         ends = [statistics.median(r["wall_s"] for r in rs if r["wall_s"] is not None) for rs in sides.values()]
         for wall in (min(ends) / 2, min(ends)):
             for side, rs in sides.items():
-                got = [success_by(r, wall) for r in rs]
-                iv = interval([v for v, _ in got])
-                body.append([env, pair, f"{wall:,.0f}", label(rs[0]), f"{iv.median:.2f}", iv.fmt("iqm"),
-                             f"{statistics.median(s for _, s in got):,.0f}", len(rs)])
+                got = [g for g in (success_by(r, wall) for r in rs) if g is not None]
+                cells = ["-", "-", "-"]
+                if got:
+                    iv = interval([v for v, _ in got])
+                    cells = [f"{iv.median:.2f}", iv.fmt("iqm"), f"{statistics.median(s for _, s in got):,.0f}"]
+                body.append([env, pair, f"{wall:,.0f}", label(rs[0]), *cells, f"{len(got)}/{len(rs)}"])
     return markdown(["env", "pair", "wall s", "learner", "success (median)", "IQM [95% CI]", "env steps reached",
-                     "runs"], "llrlrrrr", body)
+                     "runs evaluated"], "llrlrrrr", body)
 
 
 def run_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -243,7 +246,7 @@ def plot(rows: Sequence[dict[str, Any]], path: str) -> None:
             med = np.array([np.median(v) for v in vals])
             q1, q3 = np.array([np.percentile(v, 25) for v in vals]), np.array([np.percentile(v, 75) for v in vals])
             for ax, x in ((axes[0][col], steps), (axes[1][col], walls)):
-                (line,) = ax.plot(x, med, label=f"{label(rs[0])} (n={len(rs)})")
+                (line,) = ax.plot(x, med, marker="o", markersize=2.5, label=f"{label(rs[0])} (n={len(rs)})")
                 ax.fill_between(x, q1, q3, color=line.get_color(), alpha=0.25)
         axes[0][col].set_title(f"{env}, {pair}", fontsize=10)
         axes[0][col].set_xlabel("env steps")
