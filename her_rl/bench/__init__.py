@@ -1,6 +1,8 @@
 """What the benchmark scripts in ``scripts/`` are made of; each script parses its arguments and
 calls one of the benchmark families here: :mod:`.bitflip` (HER-DQN against SB3 DQN + HER),
-:mod:`.continuous` (HER-SAC / HER-DDPG against SB3 SAC + HER), :mod:`.push` (HER-DQN with and
+:mod:`.continuous` (HER-SAC / HER-DDPG against SB3 SAC + HER), :mod:`.likeforlike` (continuous HER
+against RL-Zoo's settings and against SB3 twins given our values, peers in :mod:`.zoo`), :mod:`.profile` (a
+FetchPush iteration, phase by phase), :mod:`.push` (HER-DQN with and
 without hindsight), :mod:`.onpolicy` (PPO against SB3 PPO, REINFORCE, RND-PPO against PPO),
 :mod:`.speed` (env throughput) and :mod:`.probe` (RND-PPO on deep sea, watched).
 
