@@ -78,9 +78,7 @@ def jobs(pair: str, envs: Sequence[str], seeds: Sequence[int], budget: int, eval
 
 def refusal(planned: Sequence[dict[str, Any]]) -> str | None:
     """Why these jobs cannot give both sides evaluations at the same env steps (None: they can)."""
-    for job in planned:
-        if why := zoo.robotics_missing(ENVS[job["env"]][0]):
-            return why
+    for job in planned:  # the protocol first: it is wrong whatever is installed
         if job["eval_episodes"] < 50:
             return "--eval-episodes must be at least 50"
         if job["budget"] % job["eval_every"]:
@@ -88,6 +86,8 @@ def refusal(planned: Sequence[dict[str, Any]]) -> str | None:
         if job["side"] == "ours" and job["eval_every"] % cycle_steps(job):
             return (f"--eval-every {job['eval_every']} is not a whole number of {job['algo']} cycles on "
                     f"{job['env']} ({cycle_steps(job)} env steps each)")
+        if why := zoo.robotics_missing(ENVS[job["env"]][0]):
+            return why
         if job["side"] == "sb3":
             try:
                 peer_settings(job)
