@@ -53,8 +53,10 @@ def evaluate(agent, envs, seed: int, max_steps: int = 1_000_000) -> dict[str, fl
             "terminated_rate": float(ended_terminal.mean())}
 
 
-def eval_seed(seed: int, iteration: int) -> int:
-    return int(np.random.SeedSequence([seed, iteration, 7]).generate_state(1)[0])
+def eval_seed(seed: int, point: int, stream: int = 7) -> int:
+    """The seed of one evaluation: a run's ``seed`` and the ``point`` it evaluates at (the runner: its
+    iteration; the benchmarks' SB3 peers: an env step); ``stream`` keeps other users' seeds apart."""
+    return int(np.random.SeedSequence([seed, point, stream]).generate_state(1)[0])
 
 
 def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,

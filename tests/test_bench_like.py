@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from her_rl.bench import likeforlike as lfl
-from her_rl.bench import zoo
+from her_rl.bench import peers, zoo
 from her_rl.bench.stats import bootstrap_ci, interval, iqm
+from her_rl.evaluation import eval_seed
 from her_rl.metrics import Point
 
 
@@ -84,17 +85,18 @@ class Halve:
 
 def test_success_counts_the_last_step_and_sees_normalised_observations():
     envs, model = FakeVecEnv(), FakeModel(Halve())
-    assert zoo.success_fresh(model, envs, seed=7, horizon=50) == 0.5  # copy 0 left the goal again
+    assert peers.success_last_step(model, envs, seed=7, horizon=50) == 0.5  # copy 0 left the goal again
     assert envs.seeds == [7] and envs.t == 3 and model.seen == [5.0, 5.0, 5.0]
     raw = FakeModel()
-    zoo.success_fresh(raw, FakeVecEnv(), seed=7, horizon=50)
+    peers.success_last_step(raw, FakeVecEnv(), seed=7, horizon=50)
     assert raw.seen == [10.0] * 3
 
 
 def test_every_evaluation_gets_fresh_seeds():
-    seeds = {zoo.eval_seed(0, step) for step in range(1000, 11000, 1000)} | {zoo.eval_seed(1, 1000)}
+    seeds = {eval_seed(0, step, zoo.EVAL_STREAM) for step in range(1000, 11000, 1000)}
+    seeds |= {eval_seed(1, 1000, zoo.EVAL_STREAM)}
     assert len(seeds) == 11
-    assert zoo.eval_seed(2, 3000) == zoo.eval_seed(2, 3000)
+    assert eval_seed(2, 3000, zoo.EVAL_STREAM) == eval_seed(2, 3000, zoo.EVAL_STREAM)
 
 
 def test_training_clock_starts_from_the_first_iteration_without_an_evaluation():

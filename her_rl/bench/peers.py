@@ -122,10 +122,13 @@ def success_any_step(model: Any, envs: list, seed: int) -> float:
 
 def success_last_step(model: Any, envs: Any, seed: int, horizon: int) -> float:
     """Greedy success rate of one batch of lock-step episodes, one per copy of the vector env
-    ``envs``: ``is_success`` of each episode's last step, as the runner counts it."""
+    ``envs`` (reset with ``seed``): ``is_success`` of each episode's last step, as the runner counts
+    it. A model trained through VecNormalize sees the observations through its statistics."""
+    norm = model.get_vec_normalize_env()
     obs, _ = envs.reset(seed=seed)
     for _ in range(horizon):
-        obs, _, terminated, truncated, info = envs.step(model.predict(obs, deterministic=True)[0])
+        seen = norm.normalize_obs(obs) if norm is not None else obs
+        obs, _, terminated, truncated, info = envs.step(model.predict(seen, deterministic=True)[0])
         if np.all(terminated | truncated):
             break
     return float(np.mean(info["is_success"]))
@@ -179,14 +182,13 @@ def ppo_cartpole(seed: int, protocol: Protocol, episodes: int) -> PeerRun:
     from stable_baselines3.common.env_util import make_vec_env
 
     from her_rl.envs import make_vec
-    from her_rl.evaluation import evaluate
+    from her_rl.evaluation import eval_seed, evaluate
 
     def linear(v0: float) -> Callable[[float], float]:
         return lambda progress_remaining: progress_remaining * v0
 
     def greedy_return(model: Any, k: int) -> float:
-        eval_seed = int(np.random.SeedSequence([seed, k * protocol.every, 7]).generate_state(1)[0])
-        return evaluate(Greedy(model), eval_envs, eval_seed)["return"]
+        return evaluate(Greedy(model), eval_envs, eval_seed(seed, k * protocol.every))["return"]
 
     torch.set_num_threads(1)
     eval_envs = make_vec(CARTPOLE, episodes, seed=seed)
@@ -197,6 +199,12 @@ def ppo_cartpole(seed: int, protocol: Protocol, episodes: int) -> PeerRun:
     return train(model, greedy_return, protocol, f"cartpole seed {seed}", started)
 
 
+# SAC + HER as sac_her runs it (the settings her_rl.bench.zoo.build reads).
+SAC_HER = {"algo": "sac", "net_arch": [256, 256, 256], "batch_size": 256, "gamma": 0.98, "learning_rate": 1e-3,
+           "tau": 0.05, "buffer_size": 1_000_000, "learning_starts": SB3_LEARNING_STARTS, "n_sampled_goal": 4,
+           "strategy": "future", "normalize": False}
+
+
 def sac_her(env_id: str, kwargs: dict[str, Any], seed: int, protocol: Protocol, episodes: int,
             horizon: int = 50) -> PeerRun:
     """SAC + HerReplayBuffer (``future``, 4 sampled goals) with net [256, 256, 256], batch 256,
@@ -205,19 +213,11 @@ def sac_her(env_id: str, kwargs: dict[str, Any], seed: int, protocol: Protocol, 
     ``episodes`` copies with fixed seeds (:func:`success_last_step`)."""
     import gymnasium as gym
     import torch
-    from stable_baselines3 import SAC, HerReplayBuffer
 
-    import her_rl.envs  # noqa: F401  (registers her_rl/Push-v0 and friends)
+    from her_rl.bench.zoo import build  # zoo imports this module
 
     torch.set_num_threads(1)
-    if env_id.startswith("Fetch"):
-        import gymnasium_robotics
-
-        gym.register_envs(gymnasium_robotics)
-    model = SAC("MultiInputPolicy", gym.make(env_id, **kwargs), replay_buffer_class=HerReplayBuffer,
-                replay_buffer_kwargs={"n_sampled_goal": 4, "goal_selection_strategy": "future"},
-                learning_rate=1e-3, buffer_size=1_000_000, learning_starts=SB3_LEARNING_STARTS, batch_size=256,
-                tau=0.05, gamma=0.98, policy_kwargs={"net_arch": [256, 256, 256]}, seed=seed, device="cpu")
+    model = build(SAC_HER, env_id, kwargs, seed)
     eval_envs = gym.make_vec(env_id, num_envs=episodes, vectorization_mode="sync", **kwargs)
     try:
         return train(model, lambda m, k: success_last_step(m, eval_envs, 10_000 + seed, horizon), protocol,

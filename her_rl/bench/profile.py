@@ -27,11 +27,6 @@ from unittest import mock
 ROOT = "Python glue (loop, cycle)"
 ENV = "env stepping (MuJoCo)"
 EVAL = "evaluation (greedy episodes)"
-ZOO_TQC = {"batch_size": 2048, "gamma": 0.95, "learning_rate": 1e-3, "tau": 0.05,
-           "policy_kwargs": {"net_arch": [512, 512, 512], "n_critics": 2}}  # rl-zoo tqc.yml, FetchPush
-SAC_AS_OURS = {"batch_size": 256, "gamma": 0.98, "learning_rate": 1e-3, "tau": 0.05,
-               "policy_kwargs": {"net_arch": [256, 256, 256]}}  # her_rl.bench.peers.sac_her's settings
-
 
 class PhaseClock:
     """Exclusive wall time by phase: while a wrapped call runs, time goes to its phase, except
@@ -219,21 +214,14 @@ def sb3_side(kind: str, seed: int = 0) -> Side:
     """SB3 SAC + HER with our net and batch (``sac``), or rl-zoo's TQC + HER for FetchPush (``tqc``):
     collection is ``learn`` with no gradient step (the policy acts from the first step), updates are
     ``train`` calls of one gradient step each, as SB3 trains at train_freq 1, gradient_steps 1."""
-    import gymnasium as gym
-    import gymnasium_robotics
     import torch
-    from stable_baselines3 import SAC, HerReplayBuffer
 
-    gym.register_envs(gymnasium_robotics)
+    from her_rl.bench import peers, zoo
+
     torch.set_num_threads(1)
-    settings = SAC_AS_OURS if kind == "sac" else ZOO_TQC
-    if kind == "sac":
-        cls = SAC
-    else:
-        from sb3_contrib import TQC as cls
-    model = cls("MultiInputPolicy", gym.make("FetchPush-v4"), replay_buffer_class=HerReplayBuffer,
-                replay_buffer_kwargs={"n_sampled_goal": 4, "goal_selection_strategy": "future"},
-                buffer_size=1_000_000, learning_starts=0, gradient_steps=0, seed=seed, device="cpu", **settings)
+    settings = {**(peers.SAC_HER if kind == "sac" else zoo.zoo_settings("FetchPush-v4")), "learning_starts": 0}
+    model = zoo.build(settings, "FetchPush-v4", {}, seed)
+    model.gradient_steps = 0  # learn() only collects; updates are timed apart
 
     def collect(n: int) -> int:
         model.learn(total_timesteps=n, reset_num_timesteps=False)
@@ -244,7 +232,7 @@ def sb3_side(kind: str, seed: int = 0) -> Side:
             model.train(gradient_steps=1, batch_size=model.batch_size)
         return m
 
-    net = "x".join(map(str, settings["policy_kwargs"]["net_arch"]))
+    net = "x".join(map(str, settings["net_arch"]))
     return Side("sb3", f"{kind.upper()} + HER", net, settings["batch_size"], collect, learn, model.env.close)
 
 

@@ -17,8 +17,8 @@ with every (TD3: every ``policy_delay``-th) gradient step, so their tau is the o
 targets by ``polyak`` per cycle. Inputs are normalised on both sides (ours: running mean/std of
 each input, clipped; the twin: VecNormalize of observations, clipped alike, rewards as they are).
 
-Evaluation (:func:`success_fresh`): one lock-step batch of greedy episodes on fresh seeds every
-time (the seed is drawn from the run's seed and the evaluation's env step, as ours draws it from
+Evaluation (:func:`her_rl.bench.peers.success_last_step`): one lock-step batch of greedy episodes on
+fresh seeds every time (the seed is drawn from the run's seed and the evaluation's env step, as ours draws it from
 its seed and iteration), success is ``is_success`` at each episode's last step; observations pass
 through the training env's VecNormalize statistics when there is one.
 """
@@ -31,6 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from her_rl.bench import peers
+from her_rl.evaluation import eval_seed
 
 CONTRIB = 'sb3-contrib is not installed (a benchmark extra: pip install -e ".[bench]")'
 ROBOTICS = 'gymnasium-robotics is not installed (the Fetch tasks: pip install -e ".[robotics]")'
@@ -165,23 +166,7 @@ def build(settings: Mapping[str, Any], env_id: str, kwargs: Mapping[str, Any], s
                target_policy_noise=s["target_policy_noise"], target_noise_clip=s["target_noise_clip"], **common)
 
 
-def success_fresh(model: Any, envs: Any, seed: int, horizon: int) -> float:
-    """Greedy success rate of one batch of lock-step episodes (one per copy of the vector env
-    ``envs``, reset with ``seed``): ``is_success`` of each episode's last step."""
-    norm = model.get_vec_normalize_env()
-    obs, _ = envs.reset(seed=seed)
-    info: dict[str, Any] = {}
-    for _ in range(horizon):
-        seen = norm.normalize_obs(obs) if norm is not None else obs
-        obs, _, terminated, truncated, info = envs.step(model.predict(seen, deterministic=True)[0])
-        if np.all(terminated | truncated):
-            break
-    return float(np.mean(info["is_success"]))
-
-
-def eval_seed(seed: int, step: int) -> int:
-    """A fresh evaluation seed for every evaluation point (and run seed)."""
-    return int(np.random.SeedSequence([seed, step, 11]).generate_state(1)[0])
+EVAL_STREAM = 11  # the peers' evaluation seeds: her_rl.evaluation.eval_seed(seed, env step, EVAL_STREAM)
 
 
 def train_peer(settings: Mapping[str, Any], env_id: str, kwargs: Mapping[str, Any], seed: int,
@@ -198,8 +183,8 @@ def train_peer(settings: Mapping[str, Any], env_id: str, kwargs: Mapping[str, An
     eval_envs = gym.make_vec(env_id, num_envs=episodes, vectorization_mode="sync", **kwargs)
     build_s = time.perf_counter() - built
     try:
-        run = peers.train(model, lambda m, k: success_fresh(m, eval_envs, eval_seed(seed, k * protocol.every),
-                                                            horizon), protocol, name)
+        run = peers.train(model, lambda m, k: peers.success_last_step(
+            m, eval_envs, eval_seed(seed, k * protocol.every, EVAL_STREAM), horizon), protocol, name)
     finally:
         eval_envs.close()
     return run, build_s
