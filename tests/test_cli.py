@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import forked
 import pytest
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
@@ -16,8 +17,8 @@ ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 
 def test_smoke_run_writes_every_output(her_run, tmp_path):
     out = tmp_path / "run"
-    p = subprocess.run([her_run, "algo=her_dqn", "env=bitflip", "n=5", "budget.env_steps=3000", "progress=false",
-                        f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=180)
+    p = forked.run([her_run, "algo=her_dqn", "env=bitflip", "n=5", "budget.env_steps=3000", "progress=false",
+                    f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, text=True, timeout=180)
     assert p.returncode == 0, p.stderr
     results = json.loads((out / "results.json").read_text())
     for key in ("algo", "env", "seed", "env_steps", "wall_time_s", "eval_success_rate", "solved", "checkpoint"):
@@ -75,7 +76,7 @@ def test_kill_and_resume_continues_without_losing_or_duplicating_steps(her_run, 
     out = tmp_path / "run"
     args = [her_run, "n=8", "budget.env_steps=15000", "eval.stop_when_solved=false", "checkpoint.every_s=1",
             "progress=false", f"hydra.run.dir={out}"]
-    proc = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = forked.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     ckpt = out / "checkpoint.pt"
     deadline = time.time() + 120
     while time.time() < deadline and not (ckpt.exists() and ckpt.stat().st_size > 0):
@@ -86,7 +87,7 @@ def test_kill_and_resume_continues_without_losing_or_duplicating_steps(her_run, 
     assert ckpt.exists(), "no checkpoint before the kill"
     assert not (out / "results.json").exists(), "run finished before it could be killed"
 
-    p = subprocess.run(args + ["resume=true"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    p = forked.run(args + ["resume=true"], cwd=tmp_path, env=ENV, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "resumed from" in p.stdout
     resumed_at = int(p.stdout.split("at env step ")[1].split()[0].replace(",", ""))
@@ -104,28 +105,28 @@ def test_kill_and_resume_continues_without_losing_or_duplicating_steps(her_run, 
 def test_resume_is_refused_silently_overwriting(her_run, tmp_path):
     out = tmp_path / "run"
     base = [her_run, "n=4", "budget.env_steps=500", "progress=false", f"hydra.run.dir={out}"]
-    assert subprocess.run(base, cwd=tmp_path, env=ENV, capture_output=True, timeout=120).returncode == 0
-    p = subprocess.run(base, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    assert forked.run(base, cwd=tmp_path, env=ENV, timeout=120).returncode == 0
+    p = forked.run(base, cwd=tmp_path, env=ENV, text=True, timeout=120)
     assert p.returncode == 2 and "resume=true" in p.stderr
 
 
 def test_saved_agent_is_evaluated_from_the_command_line(her_run, tmp_path):
     out = tmp_path / "run"
-    p = subprocess.run([her_run, "n=6", "budget.env_steps=20000", "progress=false", f"hydra.run.dir={out}"],
-                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=180)
+    p = forked.run([her_run, "n=6", "budget.env_steps=20000", "progress=false", f"hydra.run.dir={out}"],
+                   cwd=tmp_path, env=ENV, text=True, timeout=180)
     assert p.returncode == 0, p.stderr
-    p = subprocess.run([her_run, f"load={out / 'checkpoint.pt'}", "eval.episodes=50", f"hydra.run.dir={tmp_path / 'ev'}"],
-                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    p = forked.run([her_run, f"load={out / 'checkpoint.pt'}", "eval.episodes=50", f"hydra.run.dir={tmp_path / 'ev'}"],
+                   cwd=tmp_path, env=ENV, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     report = json.loads(p.stdout.strip().splitlines()[-1])
     assert report["episodes"] == 50 and report["eval_success_rate"] >= 0.9
 
 
 def test_sweep_runs_jobs_in_parallel_with_joblib(her_run, tmp_path):
-    p = subprocess.run([her_run, "-m", "algo=her_dqn", "env=bitflip", "n=3,4", "seed=0,1", "budget.env_steps=300",
-                        "progress=false", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                        f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=ENV, capture_output=True,
-                       text=True, timeout=300)
+    p = forked.run([her_run, "-m", "algo=her_dqn", "env=bitflip", "n=3,4", "seed=0,1", "budget.env_steps=300",
+                    "progress=false", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                    f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=ENV,
+                   text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     results = [json.loads(f.read_text()) for f in (tmp_path / "sweep").glob("*/results.json")]
     assert sorted((r["n"], r["seed"]) for r in results) == [(3, 0), (3, 1), (4, 0), (4, 1)]
@@ -136,7 +137,7 @@ def test_sigterm_stops_cleanly_with_a_checkpoint(her_run, tmp_path):
     out = tmp_path / "run"
     args = [her_run, "n=8", "budget.env_steps=200000", "eval.stop_when_solved=false", "progress=false",
             f"hydra.run.dir={out}"]
-    proc = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = forked.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while time.time() < deadline and not list((out / "tb").glob("events.*")):
         time.sleep(0.2)
@@ -153,9 +154,9 @@ def test_sigterm_stops_cleanly_with_a_checkpoint(her_run, tmp_path):
 
 def test_on_policy_run_writes_return_results(her_run, tmp_path):
     out = tmp_path / "run"
-    p = subprocess.run([her_run, "algo=ppo", "env=cartpole", "budget.env_steps=1024", "eval.every_iterations=2",
-                        "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, capture_output=True,
-                       text=True, timeout=180)
+    p = forked.run([her_run, "algo=ppo", "env=cartpole", "budget.env_steps=1024", "eval.every_iterations=2",
+                    "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV,
+                   text=True, timeout=180)
     assert p.returncode == 0, p.stderr
     results = json.loads((out / "results.json").read_text())
     assert results["algo"] == "ppo" and results["env_steps"] >= 1024
@@ -217,14 +218,13 @@ def _wait_for(path, proc, timeout=120):
 
 def test_a_second_run_on_a_live_runs_folder_is_refused(her_run, tmp_path):
     out = tmp_path / "run"
-    first = subprocess.Popen([her_run, "n=8", "budget.env_steps=10000000", "eval.stop_when_solved=false",
-                              "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = forked.Popen([her_run, "n=8", "budget.env_steps=10000000", "eval.stop_when_solved=false",
+                          "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(out / "checkpoint.pt", first)
         config = (out / "config.yaml").read_text()
         for extra in ([], ["resume=true"], ["n=9", "resume=auto"]):
-            p = subprocess.run([her_run, *extra, "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV,
-                               capture_output=True, text=True, timeout=120)
+            p = forked.run([her_run, *extra, "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, text=True, timeout=120)
             _one_line_refusal(p)
             assert f"is in use by another live her-run (pid {first.pid})" in p.stderr
         assert (out / "config.yaml").read_text() == config
@@ -236,7 +236,7 @@ def test_a_second_run_on_a_live_runs_folder_is_refused(her_run, tmp_path):
 
 def test_runs_started_in_the_same_instant_get_their_own_folders(her_run, tmp_path):
     cmd = [her_run, "n=4", "budget.env_steps=200", "progress=false"]
-    procs = [subprocess.Popen(cmd, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    procs = [forked.Popen(cmd, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for _ in range(2)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     folders = list((tmp_path / "outputs" / "her_dqn-bitflip").iterdir())
@@ -249,9 +249,9 @@ def test_early_kill_or_hangup_then_resume_by_folder_continues(her_run, tmp_path,
     """The first checkpoint comes after the first iteration (checkpoint.every_s is 60 here), so a
     run killed in its first seconds resumes from there, with only resume=true and the folder."""
     out = tmp_path / "run"
-    proc = subprocess.Popen([her_run, "n=8", "budget.env_steps=10000000", "eval.stop_when_solved=false",
-                             "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = forked.Popen([her_run, "n=8", "budget.env_steps=10000000", "eval.stop_when_solved=false",
+                         "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     started = time.time()
     _wait_for(out / "checkpoint.pt", proc)
     assert time.time() - started < 50  # well before checkpoint.every_s
@@ -263,8 +263,8 @@ def test_early_kill_or_hangup_then_resume_by_folder_continues(her_run, tmp_path,
 
     at = load(out / "checkpoint.pt")["runner"]["env_steps"]
     assert at > 0
-    p = subprocess.run([her_run, "resume=true", f"budget.env_steps={at + 500}", f"hydra.run.dir={out}"],
-                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    p = forked.run([her_run, "resume=true", f"budget.env_steps={at + 500}", f"hydra.run.dir={out}"],
+                   cwd=tmp_path, env=ENV, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert f"resumed from {out / 'checkpoint.pt'} at env step {at:,}" in p.stdout
     results = json.loads((out / "results.json").read_text())
@@ -277,10 +277,10 @@ def test_sweep_resume_auto_continues_every_job_in_place(her_run, tmp_path):
     sweep = tmp_path / "sweep"
 
     def launch(budget, *extra):
-        return subprocess.run([her_run, "-m", "n=3,4", "seed=0", f"budget.env_steps={budget}", "progress=false",
-                               "eval.stop_when_solved=false", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                               *extra, f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV, capture_output=True,
-                              text=True, timeout=300)
+        return forked.run([her_run, "-m", "n=3,4", "seed=0", f"budget.env_steps={budget}", "progress=false",
+                           "eval.stop_when_solved=false", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                           *extra, f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV,
+                          text=True, timeout=300)
     p = launch(300)
     assert p.returncode == 0, p.stderr
     jobs = sorted(d.name for d in sweep.iterdir() if d.is_dir())
@@ -295,17 +295,17 @@ def test_sweep_resume_auto_continues_every_job_in_place(her_run, tmp_path):
 
 
 def test_nonfinite_training_exits_3_with_one_line(her_run, tmp_path):
-    p = subprocess.run([her_run, "n=4", "algo.lr=1e30", "progress=false", f"hydra.run.dir={tmp_path / 'r'}"],
-                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    p = forked.run([her_run, "n=4", "algo.lr=1e30", "progress=false", f"hydra.run.dir={tmp_path / 'r'}"],
+                   cwd=tmp_path, env=ENV, text=True, timeout=120)
     assert p.returncode == 3 and p.stderr.strip().count("\n") == 0, p.stderr
     assert "non-finite losses/td_loss = nan in iteration 1" in p.stderr
 
 
 def test_load_writes_eval_next_to_the_checkpoint(her_run, tmp_path):
     out = tmp_path / "run"
-    assert subprocess.run([her_run, "n=4", "budget.env_steps=300", "eval.episodes=9", "progress=false",
-                           f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, timeout=120).returncode == 0
-    p = subprocess.run([her_run, f"load={out}"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    assert forked.run([her_run, "n=4", "budget.env_steps=300", "eval.episodes=9", "progress=false",
+                       f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, timeout=120).returncode == 0
+    p = forked.run([her_run, f"load={out}"], cwd=tmp_path, env=ENV, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert json.loads((out / "eval.json").read_text())["episodes"] == 9  # the saved run's evaluation size
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no outputs/ folder
@@ -369,9 +369,9 @@ def test_progress_in_a_log_has_no_bar_and_short_lines(her_run, tmp_path):
     log, elsewhere = tmp_path / "run.log", tmp_path / "elsewhere"
     elsewhere.mkdir()
     with open(log, "w") as f:
-        p = subprocess.run([her_run, *PROGRESS_RUN, "algo.double_dqn=false", "algo.lr=1e-3",
-                            f"hydra.run.dir={tmp_path / 'run'}"], cwd=elsewhere, env=ENV, stdout=f, stderr=f,
-                           timeout=180)
+        p = forked.run([her_run, *PROGRESS_RUN, "algo.double_dqn=false", "algo.lr=1e-3",
+                        f"hydra.run.dir={tmp_path / 'run'}"], cwd=elsewhere, env=ENV, stdout=f, stderr=f,
+                       timeout=180)
     assert p.returncode == 0, log.read_text()
     text = log.read_text()
     assert "\r" not in text and "\x1b" not in text
@@ -414,9 +414,8 @@ def test_hparams_of_types_the_given_overrides():
 
 
 def test_a_sweep_names_its_jobs_in_the_progress_lines(her_run, tmp_path):
-    p = subprocess.run([her_run, "-m", "n=3,4", "budget.env_steps=300", "hydra/launcher=joblib",
-                        "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=ENV,
-                       capture_output=True, text=True, timeout=300)
+    p = forked.run([her_run, "-m", "n=3,4", "budget.env_steps=300", "hydra/launcher=joblib",
+                    "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path, env=ENV, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert re.search(r"^#0 n=3 (solved|done) ", p.stderr, re.M) and re.search(r"^#1 n=4 (solved|done) ", p.stderr, re.M)
 
@@ -424,9 +423,9 @@ def test_a_sweep_names_its_jobs_in_the_progress_lines(her_run, tmp_path):
 # ---- Optuna: her-run's objectives are maximised ------------------------------------------------
 
 def test_optuna_direction_minimize_is_refused(her_run, tmp_path):
-    p = subprocess.run([her_run, "-m", "hydra/sweeper=optuna", "hydra.sweeper.direction=minimize", "n=4",
-                        f"hydra.sweep.dir={tmp_path / 's'}"], cwd=tmp_path, env=ENV, capture_output=True, text=True,
-                       timeout=120)
+    p = forked.run([her_run, "-m", "hydra/sweeper=optuna", "hydra.sweeper.direction=minimize", "n=4",
+                    f"hydra.sweep.dir={tmp_path / 's'}"], cwd=tmp_path, env=ENV, text=True,
+                   timeout=120)
     _one_line_refusal(p)
     assert "her-run's objectives are to be maximised" in p.stderr
     assert list(tmp_path.iterdir()) == []
@@ -438,16 +437,15 @@ def test_optuna_without_a_direction_maximises(her_run, tmp_path):
     assert optuna_settings(["-m", "hydra/sweeper=optuna", "--cfg", "hydra"])[:4] == \
         ["-m", "hydra/sweeper=optuna", "hydra.sweeper.direction=maximize", "hydra.sweep.subdir=trial-${hydra.job.num}"]
     assert optuna_settings(["n=3,4"]) == ["n=3,4"]  # other sweepers: left alone
-    p = subprocess.run([her_run, "hydra/sweeper=optuna", "--cfg", "hydra"], cwd=tmp_path, env=ENV,
-                       capture_output=True, text=True, timeout=120)
+    p = forked.run([her_run, "hydra/sweeper=optuna", "--cfg", "hydra"], cwd=tmp_path, env=ENV, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "direction: maximize" in p.stdout  # the config the sweeper gets (Optuna's default: minimize)
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason="the tune extra is not installed")
     sweep = tmp_path / "opt"
-    p = subprocess.run([her_run, "-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=2", "n=4",
-                        "algo.lr=choice(0.00001,0.003)", "budget.env_steps=200", "eval.stop_when_solved=false",
-                        "progress=false", f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV, capture_output=True,
-                       text=True, timeout=300)
+    p = forked.run([her_run, "-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=2", "n=4",
+                    "algo.lr=choice(0.00001,0.003)", "budget.env_steps=200", "eval.stop_when_solved=false",
+                    "progress=false", f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV,
+                   text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     import yaml
 

@@ -1,8 +1,9 @@
 """her-run --help and --version say what her-rl is, not only that Hydra powers it."""
 
 import os
-import subprocess
 from importlib.metadata import version
+
+import forked
 
 import her_rl
 
@@ -10,7 +11,7 @@ ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 
 
 def _run(her_run, *args, cwd):
-    return subprocess.run([her_run, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=120)
+    return forked.run([her_run, *args], cwd=cwd, env=ENV, text=True, timeout=120)
 
 
 def test_version_is_her_rls(her_run, tmp_path):

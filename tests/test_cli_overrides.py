@@ -2,9 +2,9 @@
 the Hydra settings it still accepts (docs/safety.md)."""
 
 import os
-import subprocess
 from pathlib import Path
 
+import forked
 import pytest
 
 from her_rl.errors import ConfigError
@@ -50,8 +50,8 @@ def test_an_override_naming_code_is_refused_and_runs_nothing(her_run_here, tmp_p
 
 
 def test_the_console_script_refuses_an_override_naming_code(her_run, tmp_path):
-    p = subprocess.run([her_run, "+hydra.callbacks.x._target_=builtins.open", "+hydra.callbacks.x._args_=[made.txt,w]",
-                        "progress=false"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    p = forked.run([her_run, "+hydra.callbacks.x._target_=builtins.open", "+hydra.callbacks.x._args_=[made.txt,w]",
+                    "progress=false"], cwd=tmp_path, env=ENV, text=True, timeout=120)
     _one_line_refusal(p)
     assert "hydra.callbacks are her-rl's own" in p.stderr and list(tmp_path.iterdir()) == []
 
@@ -145,8 +145,8 @@ def test_the_page_lists_every_allowed_setting():
 
 
 def test_cfg_shows_only_a_config_the_run_would_accept(her_run, tmp_path):
-    bad = subprocess.run([her_run, "--cfg", "job", "n=abc"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    bad = forked.run([her_run, "--cfg", "job", "n=abc"], cwd=tmp_path, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == ["her-run: error: n='abc' is not allowed: n must be an integer in [1, 4096]"]
-    good = subprocess.run([her_run, "--cfg", "job", "n=5"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    good = forked.run([her_run, "--cfg", "job", "n=5"], cwd=tmp_path, text=True, timeout=120)
     assert good.returncode == 0 and "\n'n': 5\n" in good.stdout

@@ -17,6 +17,7 @@ import subprocess
 import time
 import zlib
 
+import forked
 import pytest
 import torch
 
@@ -56,7 +57,7 @@ def kill_after_a_checkpoint(command, folder, delay, log):
     Returns whether the kill landed (False: the run had ended by then)."""
     ckpt, before = folder / "checkpoint.pt", written(folder / "checkpoint.pt")
     with open(log, "ab") as err:
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
+        proc = forked.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
     try:
         deadline = time.monotonic() + TIMEOUT_S
         while written(ckpt) in (None, before) and proc.poll() is None:
@@ -102,7 +103,7 @@ def test_a_run_killed_at_random_moments_and_resumed_ends_as_one_that_never_stopp
         kills += 1
         command = [her_run, "resume=true", f"hydra.run.dir={folder}"]
     else:
-        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=TIMEOUT_S)
+        done = forked.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=TIMEOUT_S)
         assert done.returncode == 0, done.stderr
         assert "warning" not in done.stderr
     assert kills >= 1, "the run ended before it could be killed"

@@ -3,8 +3,8 @@ the iteration it appears, keeping the last good checkpoint, or with guard.nonfin
 the last good networks and goes on, up to guard.max_skips in a row."""
 
 import re
-import subprocess
 
+import forked
 import pytest
 import torch
 
@@ -98,8 +98,8 @@ def test_a_huge_learning_rate_stops_the_run_in_its_first_iterations_naming_what_
 
 def test_her_run_exits_3_with_one_line(her_run, tmp_path):
     overrides, what = CASES["her_sac"]
-    proc = subprocess.run([her_run, *overrides, "budget.env_steps=20000", "progress=false",
-                           f"hydra.run.dir={tmp_path / 'run'}"], capture_output=True, text=True, timeout=300)
+    proc = forked.run([her_run, *overrides, "budget.env_steps=20000", "progress=false",
+                       f"hydra.run.dir={tmp_path / 'run'}"], text=True, timeout=300)
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     assert proc.returncode == 3 and len(lines) == 1, proc.stdout + proc.stderr
     assert lines[0].startswith("her-run: error: non-finite ") and what in lines[0]

@@ -4,9 +4,9 @@ import copy
 import io
 import json
 import os
-import subprocess
 
 import numpy as np
+import forked
 import pytest
 import torch
 import torch.nn as nn
@@ -196,9 +196,9 @@ def test_her_ddpg_solves_a_small_continuous_push(tmp_path):
 
 
 def test_discrete_push_is_refused_from_the_command_line(her_run, tmp_path):
-    p = subprocess.run([her_run, "algo=her_ddpg", "env=push", "progress=false", f"hydra.run.dir={tmp_path / 'r'}"],
-                       cwd=tmp_path, env={**os.environ, "HYDRA_FULL_ERROR": "0"}, capture_output=True, text=True,
-                       timeout=120)
+    p = forked.run([her_run, "algo=her_ddpg", "env=push", "progress=false", f"hydra.run.dir={tmp_path / 'r'}"],
+                   cwd=tmp_path, env={**os.environ, "HYDRA_FULL_ERROR": "0"}, text=True,
+                   timeout=120)
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert "algo 'her_ddpg' acts in continuous action spaces" in p.stderr and "Traceback" not in p.stderr
     assert p.stderr.strip().count("\n") == 0  # one line
@@ -309,9 +309,9 @@ def test_her_sac_solves_a_small_continuous_push(tmp_path):
 @pytest.mark.parametrize("algo", ["her_ddpg", "her_sac"])
 def test_both_run_from_the_command_line_on_continuous_push(her_run, tmp_path, algo):
     out = tmp_path / "r"
-    p = subprocess.run([her_run, f"algo={algo}", "env=push", "env.kwargs.actions=continuous", "budget.env_steps=200",
-                        "eval.episodes=10", "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path,
-                       env={**os.environ, "HYDRA_FULL_ERROR": "0"}, capture_output=True, text=True, timeout=180)
+    p = forked.run([her_run, f"algo={algo}", "env=push", "env.kwargs.actions=continuous", "budget.env_steps=200",
+                    "eval.episodes=10", "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path,
+                   env={**os.environ, "HYDRA_FULL_ERROR": "0"}, text=True, timeout=180)
     assert p.returncode == 0, p.stderr
     assert "eval success" in p.stdout and (out / "checkpoint.pt").is_file()
     assert json.loads((out / "results.json").read_text())["algo"] == algo

@@ -1,9 +1,9 @@
 """HER-TD3: twin-minimum targets with clipped smoothing noise, the delayed actor, and learning push."""
 
 import os
-import subprocess
 
 import numpy as np
+import forked
 import pytest
 import torch
 import torch.nn as nn
@@ -120,8 +120,8 @@ def test_her_td3_learns_a_small_continuous_push(tmp_path):
 
 def test_her_td3_runs_from_the_command_line(her_run, tmp_path):
     out = tmp_path / "r"
-    p = subprocess.run([her_run, "algo=her_td3", "env=push", "env.kwargs.actions=continuous", "budget.env_steps=200",
-                        "eval.episodes=10", "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path,
-                       env={**os.environ, "HYDRA_FULL_ERROR": "0"}, capture_output=True, text=True, timeout=180)
+    p = forked.run([her_run, "algo=her_td3", "env=push", "env.kwargs.actions=continuous", "budget.env_steps=200",
+                    "eval.episodes=10", "progress=false", f"hydra.run.dir={out}"], cwd=tmp_path,
+                   env={**os.environ, "HYDRA_FULL_ERROR": "0"}, text=True, timeout=180)
     assert p.returncode == 0, p.stderr
     assert "eval success" in p.stdout and (out / "checkpoint.pt").is_file()

@@ -1,8 +1,8 @@
 """her-run returns an objective, so Hydra's Optuna sweeper can tune it."""
 
 import os
-import subprocess
 
+import forked
 import pytest
 import yaml
 
@@ -23,10 +23,10 @@ def test_objective_is_the_final_eval_metric_or_minus_the_steps_to_solve():
 def test_optuna_sweeper_tunes_two_her_dqn_keys(her_run, tmp_path):
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason="the tune extra (hydra-optuna-sweeper) is not installed")
     sweep = tmp_path / "opt"
-    p = subprocess.run([her_run, "-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=3", "hydra.sweeper.direction=maximize",
-                        "algo.lr=interval(0.0001,0.01)", "algo.polyak=choice(0.5,0.9)", "n=4", "budget.env_steps=300",
-                        "progress=false", f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV, capture_output=True,
-                       text=True, timeout=300)
+    p = forked.run([her_run, "-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=3", "hydra.sweeper.direction=maximize",
+                    "algo.lr=interval(0.0001,0.01)", "algo.polyak=choice(0.5,0.9)", "n=4", "budget.env_steps=300",
+                    "progress=false", f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV,
+                   text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     best = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
     assert set(best["best_params"]) == {"algo.lr", "algo.polyak"} and 0.0 <= best["best_value"] <= 1.0

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 
+import forked
 import pytest
 
 from her_rl import rundir
@@ -17,8 +18,7 @@ ROOT = os.geteuid() == 0  # root writes into read-only folders: those cases cann
 
 
 def _her_run(her_run, cwd, *args, env=ENV):
-    return subprocess.run([her_run, *args, "progress=false", "budget.env_steps=300"], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=180)
+    return forked.run([her_run, *args, "progress=false", "budget.env_steps=300"], cwd=cwd, env=env, text=True, timeout=180)
 
 
 def _refused(p, code=2):
@@ -148,11 +148,11 @@ def test_a_second_ctrl_c_aborts_at_once_with_one_line(her_run, tmp_path):
     from her_rl.checkpoint import load
 
     out = tmp_path / "run"
-    proc = subprocess.Popen([her_run, "n=8", "algo.updates_per_step=null", "algo.updates_per_cycle=400",
-                             "budget.env_steps=10000000",
-                             "eval.every_iterations=1000", "checkpoint.every_s=0", "progress=false",
-                             f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = forked.Popen([her_run, "n=8", "algo.updates_per_step=null", "algo.updates_per_cycle=400",
+                         "budget.env_steps=10000000",
+                         "eval.every_iterations=1000", "checkpoint.every_s=0", "progress=false",
+                         f"hydra.run.dir={out}"], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 150
         while time.time() < deadline and not (out / "checkpoint.pt").exists():

@@ -11,7 +11,8 @@ need a cluster or hours) are not run.
   files such as curve.png or buffer.npz). A block that needs a name it does not define is a defect
   of its page: fix the block, never this file.
 - bash blocks: every line that is a command (comments stripped) runs in order in one temp dir per
-  block, with .venv/bin first on PATH, HYDRA_FULL_ERROR unset and OMP_NUM_THREADS=1, and must exit 0.
+  block, with .venv/bin first on PATH, HYDRA_FULL_ERROR unset and OMP_NUM_THREADS=1, and must exit 0;
+  `her-run` and `her-summary` lines run as forked children of the test process (tests/forked.py).
   `her-run` lines are shortened (see `shorten`): a few hundred env steps, no progress bar, a sweep cut
   down to two jobs (a named experiment too), and a run folder under the temp dir unless the line
   names one. The pages' own folders are relative (`hydra.run.dir=outputs/...`), so a later line
@@ -28,6 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forked
 import pytest
 from omegaconf import OmegaConf
 
@@ -202,8 +204,11 @@ def test_bash_block_commands_exit_0(path, start, lines, tmp_path):
     for i, (line, tokens) in enumerate(lines):
         if Path(tokens[0]).name == "her-run":
             tokens = shorten(tokens, tmp_path / f"run-{i}")
-        result = subprocess.run(["bash", "-c", shlex.join(tokens)], cwd=tmp_path, env=env,
-                                capture_output=True, text=True, timeout=300)
+        if forked.console_script(tokens[0]):  # her-run, her-summary: the imports paid once per test process
+            result = forked.run(tokens, cwd=tmp_path, env=env, text=True, timeout=300)
+        else:
+            result = subprocess.run(["bash", "-c", shlex.join(tokens)], cwd=tmp_path, env=env,
+                                    capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, (
             f"{page_name(path)} block at line {start}: `{line}`\nran: {shlex.join(tokens)}\n"
             f"exit {result.returncode}\n--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-3000:]}")

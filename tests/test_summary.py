@@ -3,9 +3,9 @@
 import json
 import os
 import shutil
-import subprocess
 
 import numpy as np
+import forked
 import pytest
 
 from her_rl.rundir import RunLock
@@ -55,9 +55,9 @@ def test_bootstrap_interval_covers_the_mean_and_shrinks_with_more_runs():
 
 def test_a_sweep_ends_with_a_summary_table_csv_and_plots(her_run, tmp_path):
     sweep = tmp_path / "sweep"
-    p = subprocess.run([her_run, "-m", "n=3,4", "seed=0,1", "budget.env_steps=600", "progress=false",
-                        "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
-                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    p = forked.run([her_run, "-m", "n=3,4", "seed=0,1", "budget.env_steps=600", "progress=false",
+                    "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"],
+                   cwd=tmp_path, env=ENV, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     table = (sweep / "summary.md").read_text()
     assert "| n=3 | 2 |" in table and "| n=4 | 2 |" in table
@@ -118,8 +118,8 @@ def test_every_run_logs_its_config_and_hparams_with_final_metrics(tmp_path):
 
 def test_sweep_job_folders_are_named_by_the_keys_the_sweep_varies(her_run, tmp_path):
     sweep = tmp_path / "sweep"
-    p = subprocess.run([her_run, "-m", "n=3,4", "seed=0", "algo.lr=0.001", "budget.env_steps=300", "progress=false",
-                        f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    p = forked.run([her_run, "-m", "n=3,4", "seed=0", "algo.lr=0.001", "budget.env_steps=300", "progress=false",
+                    f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert sorted(d.name for d in sweep.iterdir() if d.is_dir()) == ["n=3", "n=4"]
 

@@ -3,10 +3,10 @@
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
+import forked
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -166,8 +166,8 @@ def runs(tmp_path_factory):
 
     def get(name):
         if name not in done:
-            p = subprocess.run([HER_RUN, *TRAIN[name], "progress=false", f"hydra.run.dir=runs/{name}"], cwd=cwd,
-                               env=ENV, capture_output=True, text=True, timeout=300)
+            p = forked.run([HER_RUN, *TRAIN[name], "progress=false", f"hydra.run.dir=runs/{name}"], cwd=cwd,
+                           env=ENV, text=True, timeout=300)
             assert p.returncode == 0, p.stderr
             done[name] = f"runs/{name}"
         return done[name]
@@ -181,8 +181,8 @@ def test_load_video_writes_decodable_mp4s_and_prints_their_paths(her_run, runs, 
     if missing:
         pytest.skip(f"{', '.join(missing)} not installed (pygame: the video extra; MuJoCo: the robotics extra)")
     run = runs(name)
-    p = subprocess.run([her_run, f"load={run}", "video=true"], cwd=runs.cwd, env=ENV, capture_output=True,
-                       text=True, timeout=300)
+    p = forked.run([her_run, f"load={run}", "video=true"], cwd=runs.cwd, env=ENV,
+                   text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     printed = p.stdout.split()
     assert printed == [f"{run}/videos/episode-{i}.mp4" for i in range(3)]
@@ -195,8 +195,8 @@ def test_load_video_writes_decodable_mp4s_and_prints_their_paths(her_run, runs, 
 
 def test_video_episodes_and_format_are_taken_from_the_command(her_run, runs):
     run = runs("push")
-    p = subprocess.run([her_run, f"load={run}", "video=true", "video.episodes=2", "video.format=gif",
-                        "seed=4"], cwd=runs.cwd, env=ENV, capture_output=True, text=True, timeout=300)
+    p = forked.run([her_run, f"load={run}", "video=true", "video.episodes=2", "video.format=gif",
+                    "seed=4"], cwd=runs.cwd, env=ENV, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == [f"{run}/videos/episode-0.gif", f"{run}/videos/episode-1.gif"]
     assert gif_seconds(runs.cwd / run / "videos" / "episode-1.gif") == pytest.approx(51 / 10)  # push: 10 fps
@@ -213,8 +213,8 @@ def test_video_episodes_and_format_are_taken_from_the_command(her_run, runs):
 def test_bad_video_commands_exit_2_with_one_line_and_write_nothing(her_run, runs, args, message):
     runs("push")
     before = sorted(str(p.relative_to(runs.cwd)) for p in runs.cwd.rglob("*"))
-    p = subprocess.run([her_run, *args, "progress=false"], cwd=runs.cwd, env=ENV, capture_output=True, text=True,
-                       timeout=300)
+    p = forked.run([her_run, *args, "progress=false"], cwd=runs.cwd, env=ENV, text=True,
+                   timeout=300)
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert message in p.stderr and p.stderr.strip().count("\n") == 0 and "Traceback" not in p.stderr
     assert sorted(str(p.relative_to(runs.cwd)) for p in runs.cwd.rglob("*")) == before
