@@ -35,6 +35,8 @@ _HELP_FLAGS = ("--help", "-h")
 _FLAGS = (*_RUN_FLAGS, *_HELP_FLAGS, "--hydra-help", "--version", "-c", "--cfg", "--resolve", "-p", "--package",
           "-i", "--info", "-sc", "--shell-completion")
 _SINGLE_RUN = ("-r", "--run")
+# Hydra's modes, short flag -> long: Hydra accepts one per command.
+_MODES = {"-m": "--multirun", "-c": "--cfg", "-i": "--info", "-sc": "--shell-completion"}
 _EXTRAS = {"hydra/launcher/ray": "ray", "hydra/launcher/joblib": "launchers", "hydra/sweeper/optuna": "tune",
            "hydra/launcher/submitit_local": "launchers", "hydra/launcher/submitit_slurm": "launchers"}
 _DIRECTION = "hydra.sweeper.direction"
@@ -234,6 +236,10 @@ def _checked_argv(argv: list[str]) -> list[str]:
             raise ConfigError(f"{flag} is not accepted: her-run reads only her-rl's own configs; its flags are "
                               "-m, --help, --hydra-help, --version, --cfg, --resolve, --package, --info, "
                               "--shell-completion")
+    modes = sorted({_MODES.get(a, a) for a in argv if a in (*_MODES, *_MODES.values())})
+    if len(modes) > 1:
+        raise ConfigError(f"{' and '.join(modes)} cannot be combined: give one of -m, --cfg, --info and "
+                          "--shell-completion")
     check_overrides([a for a in argv if not a.startswith("-")])
     return argv
 

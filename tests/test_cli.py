@@ -42,6 +42,9 @@ def test_smoke_run_writes_every_output(her_run, tmp_path):
     (["algo.lr=-0.1"], "algo.lr=-0.1 is not allowed: algo.lr must be a finite number > 0"),
     (["algo.batch_size=512", "algo.buffer_size=100"], "larger than algo.buffer_size"),
     (["algo=ppo", "env=gym", "env.id=NoSuchEnv-v9"], "unknown gymnasium env id 'NoSuchEnv-v9'"),
+    (["-m", "seed=0,1", "--cfg", "hydra"], "--cfg and --multirun cannot be combined"),  # Hydra: a ValueError traceback
+    (["--cfg", "job", "--info"], "--cfg and --info cannot be combined"),
+    (["--multirun", "seed=0,1", "-sc", "install=bash"], "--multirun and --shell-completion cannot be combined"),
 ])
 def test_bad_input_exits_nonzero_with_one_clear_line(her_run_here, tmp_path, args, message):
     p = her_run_here([*args, "progress=false", f"hydra.run.dir={tmp_path / 'r'}"], tmp_path)

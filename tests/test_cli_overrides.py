@@ -2,6 +2,7 @@
 the Hydra settings it still accepts (docs/safety.md)."""
 
 import os
+import subprocess
 from pathlib import Path
 
 import forked
@@ -50,8 +51,8 @@ def test_an_override_naming_code_is_refused_and_runs_nothing(her_run_here, tmp_p
 
 
 def test_the_console_script_refuses_an_override_naming_code(her_run, tmp_path):
-    p = forked.run([her_run, "+hydra.callbacks.x._target_=builtins.open", "+hydra.callbacks.x._args_=[made.txt,w]",
-                    "progress=false"], cwd=tmp_path, env=ENV, text=True, timeout=120)
+    p = subprocess.run([her_run, "+hydra.callbacks.x._target_=builtins.open", "+hydra.callbacks.x._args_=[made.txt,w]",
+                        "progress=false"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
     _one_line_refusal(p)
     assert "hydra.callbacks are her-rl's own" in p.stderr and list(tmp_path.iterdir()) == []
 
