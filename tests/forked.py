@@ -54,19 +54,24 @@ def _child(argv: list[str], cwd: str, env: dict, out_fd: int, err_fd: int) -> No
         os.environ.clear()
         os.environ.update(env)
         sys.path[:0] = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
-        sys.argv = [argv[0], *argv[1:]]
+        sys.argv = list(argv)
         from hydra.core.global_hydra import GlobalHydra
 
         GlobalHydra.instance().clear()
         try:
-            _SCRIPTS[Path(argv[0]).name].load()()
-            code = 0
+            status = _SCRIPTS[Path(argv[0]).name].load()()
+            raise SystemExit(status)  # what the console-script wrapper does: sys.exit(main())
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             if not isinstance(exc.code, (int, type(None))):
                 print(exc.code, file=sys.stderr)
-        except KeyboardInterrupt:
-            code = 130
+        except KeyboardInterrupt:  # as Python ends on an uncaught one: the traceback, then killed by SIGINT
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.flush()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
         except BaseException:  # an uncaught traceback, printed as Python would print it
             import traceback
 
