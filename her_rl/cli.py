@@ -1,7 +1,7 @@
 """``her-run``: the Hydra entry point.
 
 Before Hydra runs (and creates a run folder), the command is composed and checked here: flags and
-overrides that would make Hydra run code (:func:`her_rl.plan.check_overrides`), group names,
+overrides that would make Hydra run code (:func:`her_rl.overrides.check_overrides`), group names,
 Hydra's own override and key errors, every value, the env's spaces, the run or sweep folder, the
 launcher. A problem is one line ``her-run: error: ...`` and exit status 2, with nothing created or
 written.
@@ -24,7 +24,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from her_rl import rundir, video
 from her_rl.envs.custom import import_given
 from her_rl.errors import ConfigError, NonFiniteError, OutputError, one_line
-from her_rl.plan import check_overrides, check_sweep, sweep_variants
+from her_rl.overrides import check_overrides
+from her_rl.plan import check_sweep, sweep_variants
 from her_rl.registry import algo_info, check_env_name
 
 # Flags after which Hydra does something other than run jobs (help, printing the config, ...).
@@ -60,7 +61,7 @@ def _check_tuned_name(name: str) -> None:
 
 
 def check_group_names(overrides: list[str]) -> None:
-    """Reject an override that would make Hydra run code (:func:`her_rl.plan.check_overrides`), then
+    """Reject an override that would make Hydra run code (:func:`her_rl.overrides.check_overrides`), then
     unknown algo/env/tuned names with one line listing the choices, before Hydra composes (sweeps
     included: ``algo=ppo,reinforce``, ``env=choice(cartpole,nope)``)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser

@@ -37,7 +37,7 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
 
-    from her_rl.plan import check_overrides
+    from her_rl.overrides import check_overrides
 
     check_overrides(list(overrides or []))  # the command line's refusals, for Python callers too
     rundir.register_resolvers()

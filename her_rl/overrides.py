@@ -1,0 +1,77 @@
+"""Overrides that would make Hydra run code, refused before any config is composed.
+
+Hydra calls what the config names: hydra.callbacks, the launcher and the sweeper (and anything with a
+_target_ inside them), the handler classes of hydra.job_logging, submitit's `setup` shell lines; and
+it reads configs from any hydra.searchpath. So of Hydra's settings a command may change only those of
+``HYDRA_SETTINGS`` (documented in docs/safety.md); every other key is the run's own config, which
+names code only through algo._target_, checked against the registry.
+"""
+
+from __future__ import annotations
+
+import re
+
+from her_rl.errors import ConfigError
+
+HYDRA_GROUPS = ("hydra/launcher", "hydra/sweeper", "hydra/sweeper/sampler", "hydra/job_logging",
+                "hydra/hydra_logging", "hydra/help", "hydra/hydra_help")
+HYDRA_DIRS = ("run.dir", "sweep.dir", "sweep.subdir")
+HYDRA_SETTINGS = {
+    "": ("verbose",),
+    "launcher.": ("n_jobs", "backend", "prefer", "verbose", "timeout", "pre_dispatch", "batch_size",  # joblib
+                  "timeout_min", "cpus_per_task", "gpus_per_node", "tasks_per_node", "mem_gb", "nodes",  # submitit
+                  "name", "stderr_to_stdout", "partition", "qos", "comment", "constraint", "exclude", "gres",
+                  "cpus_per_gpu", "gpus_per_task", "mem_per_gpu", "mem_per_cpu", "account", "signal_delay_s",
+                  "max_num_timeout", "array_parallelism",
+                  "ray.init.num_cpus", "ray.init.num_gpus", "ray.init.address", "ray.remote.num_cpus",  # ray
+                  "ray.remote.num_gpus"),
+    "sweeper.": ("max_batch_size", "n_trials", "n_jobs", "direction", "study_name", "max_failure_rate",
+                 "sampler.seed", "sampler.n_startup_trials"),
+}
+_ALLOWED = {*HYDRA_DIRS, *(prefix + key for prefix, keys in HYDRA_SETTINGS.items() for key in keys)}
+_PARAMS = "sweeper.params."  # hydra.sweeper.params.KEY=VALUES: checked as the override KEY=VALUES
+_INSTANTIATE = re.compile(r"(?<![A-Za-z0-9])_(target|args|partial|recursive|convert)_(?![A-Za-z0-9])")
+
+
+def _check_key(key: str, package: str | None, line: str, value: str) -> None:
+    if package is not None:
+        raise ConfigError(f"{line!r} is not accepted: a config group cannot be put at another place (@{package})")
+    if key.startswith(("hydra.callbacks.", "hydra/callbacks")) or key == "hydra.callbacks":
+        raise ConfigError(f"{line!r} is not accepted: hydra.callbacks are her-rl's own (swept_keys, summary) "
+                          "and cannot be changed from the command line")
+    if _INSTANTIATE.search(line) and key != "algo._target_":  # algo._target_: the registry checks it
+        raise ConfigError(f"{line!r} is not accepted: an override cannot name code for Hydra to call "
+                          "(_target_ and the other instantiation keys); algorithms are picked with algo=NAME")
+    if key.startswith("hydra/"):
+        if key not in HYDRA_GROUPS:
+            raise ConfigError(f"{line!r} is not accepted: of Hydra's config groups a command may pick "
+                              f"{', '.join(HYDRA_GROUPS)}")
+        return
+    if key != "hydra" and not key.startswith("hydra."):
+        return
+    sub = key[len("hydra."):]
+    if sub.startswith(_PARAMS) and len(sub) > len(_PARAMS):
+        return _check_key(sub[len(_PARAMS):], None, line, value)
+    if sub not in _ALLOWED:
+        raise ConfigError(f"{line!r} is not accepted: of Hydra's settings a command may change hydra.run.dir, "
+                          "hydra.sweep.dir, hydra.sweep.subdir and the documented launcher and sweeper settings "
+                          "(docs/safety.md)")
+    if sub not in HYDRA_DIRS and "${" in value:  # an interpolation could build a config Hydra instantiates
+        raise ConfigError(f"{line!r} is not accepted: hydra.{sub} takes a value, not an interpolation")
+
+
+def check_overrides(overrides: list[str]) -> None:
+    """Refuse, before Hydra composes or instantiates anything, an override that would make Hydra
+    call code the command names or read configs from elsewhere: see ``HYDRA_SETTINGS``."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for line in overrides:
+        try:
+            (override,) = parser.parse_overrides([line])
+        except Exception:  # noqa: BLE001  (malformed: Hydra reports it before composing anything)
+            continue
+        _check_key(override.key_or_group, override.package, line, line.partition("=")[2])
+
+
+__all__ = ["HYDRA_GROUPS", "HYDRA_DIRS", "HYDRA_SETTINGS", "check_overrides"]
