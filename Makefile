@@ -65,16 +65,18 @@ bench-continuous: $(VENV)/.robotics
 	$(BIN)/python scripts/bench_like_for_like.py --table bench_results/like_fetch_reach_zoo.json \
 		bench_results/like_fetch_reach_twins.json --png bench_results/like_fetch_reach.png
 
-# The 1M-step Fetch runs (hours): FetchPush with the Fetch tuned file (stops at 0.9) beside
-# FetchPickAndPlace and FetchSlide with 16 episodes per cycle, one seed each; then HER-DDPG against
-# RL-Zoo's TQC + HER on the three (3 seeds, SB3 capped at 4 hours a run).
+# The 1M-step Fetch runs (hours), with the tuned files, one seed each: FetchPush (stops at 0.9) beside
+# FetchPickAndPlace (stops at 0.7) then FetchSlide (stops at 0.5); then HER-DDPG against RL-Zoo's
+# TQC + HER on the three (3 seeds, SB3 capped at 4 hours a run).
 bench-fetch: $(VENV)/.robotics
 	mkdir -p bench_results
 	$(BIN)/python scripts/bench_continuous.py --envs fetch_push --sides ours --algo her_ddpg --seeds 0 \
 		--budget 1000000 --eval-every 20000 --stop-at-target --json bench_results/fetch_push_1m.json & \
-	$(BIN)/python scripts/bench_continuous.py --envs fetch_pick_and_place fetch_slide --sides ours --algo her_ddpg \
-		--seeds 0 --budget 1000000 --eval-every 20000 --stop-at-target --override algo.episodes_per_cycle=16 \
-		--json bench_results/fetch_pp_slide_1m.json; \
+	$(BIN)/python scripts/bench_continuous.py --envs fetch_pick_and_place --sides ours --algo her_ddpg --seeds 0 \
+		--budget 1000000 --eval-every 20000 --target 0.7 --stop-at-target \
+		--json bench_results/fetch_pick_and_place_1m.json && \
+	$(BIN)/python scripts/bench_continuous.py --envs fetch_slide --sides ours --algo her_ddpg --seeds 0 \
+		--budget 1000000 --eval-every 20000 --target 0.5 --stop-at-target --json bench_results/fetch_slide_1m.json; \
 	wait
 	$(BIN)/python scripts/bench_like_for_like.py --envs fetch_push fetch_pick_and_place fetch_slide --pairs zoo \
 		--seeds 0 1 2 --budget 1000000 --eval-every 20000 --eval-episodes 50 --sb3-max-seconds 14400 \
