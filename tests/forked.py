@@ -95,8 +95,7 @@ class Popen:
         assert console_script(argv[0]), f"{argv[0]} is not one of her-rl's console scripts"
         _warm()
         self.args, self.text, self.returncode = list(argv), text, None
-        self._given = {f if isinstance(f, int) and f >= 0 else f.fileno() for f in (stdout, stderr)
-                       if hasattr(f, "fileno") or (isinstance(f, int) and f >= 0)}
+        self._opened = []  # devnull fds opened for the child: closed here once it has its copies
         self._out, out_fd = self._stream(stdout)
         self._err, err_fd = (None, out_fd) if stderr == subprocess.STDOUT else self._stream(stderr)
         env = dict(os.environ if env is None else env)
@@ -105,18 +104,17 @@ class Popen:
         self.pid = os.fork()
         if self.pid == 0:
             _child(self.args, str(cwd or os.getcwd()), env, out_fd, err_fd)
-        for fd in {out_fd, err_fd} - {f.fileno() for f in (self._out, self._err) if f is not None}:
-            if fd not in self._given:
-                os.close(fd)
+        for fd in self._opened:
+            os.close(fd)
 
-    @staticmethod
-    def _stream(where):
+    def _stream(self, where):
         """(temporary file to read back or None, fd the child writes to) for a stdout/stderr argument."""
         if where is None or where == subprocess.PIPE:
             f = tempfile.TemporaryFile()
             return f, f.fileno()
         if where == subprocess.DEVNULL:
-            return None, os.open(os.devnull, os.O_WRONLY)
+            self._opened.append(os.open(os.devnull, os.O_WRONLY))
+            return None, self._opened[-1]
         return None, where if isinstance(where, int) else where.fileno()
 
     def poll(self):
