@@ -34,7 +34,7 @@ from .rl import (  # noqa: E402  (re-export the public building blocks)
 from . import envs  # noqa: E402,F401  (registers the env ids with gymnasium)
 from .api import Policy, evaluate, load, train  # noqa: E402
 from .checkpoint import CheckpointError  # noqa: E402
-from .registry import ConfigError  # noqa: E402
+from .errors import ConfigError  # noqa: E402
 
 __all__ = [
     "__version__", "train", "load", "evaluate", "Policy", "ConfigError", "CheckpointError", "RND", "Action", "ClipLoss", "ContinuousAction", "DiscreteAction", "ElementwiseQ",

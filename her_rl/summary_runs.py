@@ -36,7 +36,7 @@ class BadRun(ValueError):
 
 
 def _live(folder: Path) -> bool:
-    from her_rl.registry import ConfigError
+    from her_rl.errors import ConfigError
     from her_rl.rundir import RunLock
 
     try:

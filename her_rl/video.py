@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from her_rl.config import one_line
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 
 DEFAULTS: dict[str, Any] = {"enabled": False, "episodes": 3, "fps": None, "format": "mp4"}  # as conf/config.yaml
 FORMATS = ("mp4", "gif")

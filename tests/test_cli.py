@@ -57,7 +57,8 @@ def test_bad_input_exits_nonzero_with_one_clear_line(her_run_here, tmp_path, arg
 def test_the_env_names_are_the_env_config_groups():
     """A new her_rl/conf/env/NAME.yaml is an env name at once: no list to keep beside it."""
     import her_rl
-    from her_rl.registry import ENVS, ConfigError, check_env_name
+    from her_rl.errors import ConfigError
+    from her_rl.registry import ENVS, check_env_name
 
     groups = sorted(p.stem for p in (Path(her_rl.__file__).parent / "conf" / "env").glob("*.yaml"))
     assert list(ENVS) == groups and {"bitflip", "gym", "fetch_push"} <= set(groups)

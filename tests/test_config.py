@@ -3,7 +3,7 @@
 import pytest
 
 from her_rl.config import validate
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.runner import compose
 
 

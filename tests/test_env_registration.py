@@ -16,7 +16,7 @@ from her_rl.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
 from her_rl.envs.drag import DragVectorEnv
 from her_rl.envs.push import PushVectorEnv
 from her_rl.envs.table import check_table_kwargs
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 
 IDS = ["her_rl/BitFlip-v0", "her_rl/Push-v0", "her_rl/Drag-v0", "her_rl/DeepSea-v0"]
 CONF = Path(her_rl.__file__).parent / "conf" / "env"

@@ -16,7 +16,8 @@ from gymnasium import spaces
 
 import her_rl  # noqa: F401  (registers the env ids)
 from her_rl.envs import fetch
-from her_rl.registry import ENVS, ConfigError
+from her_rl.errors import ConfigError
+from her_rl.registry import ENVS
 
 FETCH = {"fetch_reach": "FetchReach-v4", "fetch_push": "FetchPush-v4", "fetch_slide": "FetchSlide-v4",
          "fetch_pick_and_place": "FetchPickAndPlace-v4"}

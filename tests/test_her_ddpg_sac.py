@@ -14,7 +14,7 @@ from gymnasium import spaces
 
 from her_rl.algos.her_ddpg import HerDDPG
 from her_rl.algos.offpolicy import from_env_actions, to_env_actions
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.runner import compose, run
 
 SMALL_PUSH = ["env=push", "env.kwargs.actions=continuous", "env.kwargs.block_size=0.2", "env.kwargs.step_size=0.1",

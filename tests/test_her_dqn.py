@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from her_rl.envs.bitflip import compute_reward
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.runner import compose, run
 
 BITFLIP = {"name": "bitflip", "id": "her_rl/BitFlip-v0", "kwargs": {"n": 6}}

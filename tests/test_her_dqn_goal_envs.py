@@ -7,7 +7,7 @@ import torch
 
 import her_rl  # noqa: F401  (registers the env ids)
 from her_rl.algos.her_dqn import HerDQN
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 
 LOOP_ID = "test_her_rl/PushLoop-v0"
 if LOOP_ID not in gym.registry:  # a goal env with no batched implementation: make_vec loops over copies

@@ -6,7 +6,7 @@ import re
 import pytest
 import torch
 
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.rl.nets import ElementwiseQ
 from her_rl.runner import compose, run
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from her_rl.algos.her_redq import HerREDQ
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.rl.nets import Critic, EnsembleCritic
 from her_rl.runner import compose, run
 

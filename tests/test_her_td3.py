@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 
 from her_rl.algos.her_td3 import HerTD3
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.runner import compose, run
 
 PUSH = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuous", "max_episode_steps": 10}}

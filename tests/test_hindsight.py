@@ -13,7 +13,8 @@ from her_rl.algos.her_sac import HerSAC
 from her_rl.algos.her_redq import HerREDQ
 from her_rl.algos.her_td3 import HerTD3
 from her_rl.algos.hindsight import cycle_result
-from her_rl.registry import ALGOS, ConfigError, accepted_params
+from her_rl.errors import ConfigError
+from her_rl.registry import ALGOS, accepted_params
 from her_rl.schema import algo_rules
 
 BITFLIP = {"name": "bitflip", "id": "her_rl/BitFlip-v0", "kwargs": {"n": 6}}

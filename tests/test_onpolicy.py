@@ -18,7 +18,8 @@ from her_rl.algos.reinforce import Reinforce
 from her_rl.algos.rnd_ppo import RNDPPO
 from her_rl.algos.rollout import ObsProcessor, Policy, RolloutCollector
 from her_rl.envs import make_vec
-from her_rl.registry import ConfigError, build_agent
+from her_rl.errors import ConfigError
+from her_rl.registry import build_agent
 
 CARTPOLE = {"name": "cartpole", "id": "CartPole-v1", "kwargs": {}, "solved_return": 475}
 PENDULUM = {"name": "pendulum", "id": "Pendulum-v1", "kwargs": {}, "solved_return": -200}

@@ -9,7 +9,7 @@ import torch
 from omegaconf import OmegaConf
 
 from her_rl import checkpoint
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.runner import main
 
 FAST = ["n=4", "progress=false", "eval.every_iterations=1000", "eval.stop_when_solved=false", "eval.episodes=5"]

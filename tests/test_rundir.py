@@ -6,7 +6,7 @@ import os
 import pytest
 
 from her_rl import rundir
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.runner import main
 
 FAST = ["n=4", "progress=false", "eval.every_iterations=1000", "eval.stop_when_solved=false", "eval.episodes=5"]

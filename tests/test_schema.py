@@ -7,7 +7,7 @@ from gymnasium import spaces
 
 from her_rl import schema
 from her_rl.config import validate
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.runner import compose, main
 
 HER = ["algo=her_dqn", "env=bitflip"]

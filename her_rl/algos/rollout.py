@@ -38,7 +38,7 @@ import torch.nn as nn
 from gymnasium import spaces
 
 from her_rl.envs.state import env_state, restore_env_state
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.rl.actions import ContinuousAction, DiscreteAction
 from her_rl.rl.nets import mlp
 from her_rl.rl.normalize import RunningMeanStd

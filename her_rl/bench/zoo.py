@@ -34,7 +34,6 @@ from her_rl.bench import peers
 from her_rl.evaluation import eval_seed
 
 CONTRIB = 'sb3-contrib is not installed (a benchmark extra: pip install -e ".[bench]")'
-ROBOTICS = 'gymnasium-robotics is not installed (the Fetch tasks: pip install -e ".[robotics]")'
 # RL-Zoo's settings (rl_zoo3 2.x hyperparams: sac.yml FetchReach, tqc.yml FetchPush and the Fetch tasks
 # that share its block); learning_starts 1000 on the TQC tasks too, one gradient step per env step.
 _TQC = {"algo": "tqc", "net_arch": [512, 512, 512], "n_critics": 2, "batch_size": 2048, "gamma": 0.95,
@@ -51,13 +50,15 @@ STRATEGIES = ("future", "final", "episode")  # the hindsight strategies SB3's He
 
 
 def robotics_missing(env_id: str) -> str | None:
-    """None unless ``env_id`` is a Fetch task and gymnasium-robotics does not import (both sides need it)."""
-    if not env_id.startswith("Fetch"):
-        return None
+    """None unless ``env_id`` is a Fetch task the installed extras cannot run (both sides need them):
+    then the line :func:`her_rl.envs.fetch.ensure_registered` gives."""
+    from her_rl.envs.fetch import ensure_registered
+    from her_rl.errors import ConfigError
+
     try:
-        import gymnasium_robotics  # noqa: F401
-    except ImportError:
-        return ROBOTICS
+        ensure_registered(env_id)
+    except ConfigError as exc:
+        return str(exc)
     return None
 
 
@@ -127,11 +128,9 @@ def build(settings: Mapping[str, Any], env_id: str, kwargs: Mapping[str, Any], s
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     import her_rl.envs  # noqa: F401  (registers her_rl/Push-v0 and friends)
+    from her_rl.envs.fetch import ensure_registered
 
-    if env_id.startswith("Fetch"):
-        import gymnasium_robotics
-
-        gym.register_envs(gymnasium_robotics)
+    ensure_registered(env_id)  # a Fetch task: gymnasium-robotics registers it
     s = settings
     env = DummyVecEnv([lambda: gym.make(env_id, **kwargs)])
     if s["normalize"] and "norm_clip" in s:  # a twin: observations only, clipped as ours are

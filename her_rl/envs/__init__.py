@@ -19,7 +19,7 @@ from her_rl.envs.drag import DragEnv, DragVectorEnv
 from her_rl.envs.fetch import GoalVectorEnv, cache_joint_lookups, ensure_registered
 from her_rl.envs.push import PushEnv, PushVectorEnv
 from her_rl.envs.table import check_table_kwargs
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 
 _OURS = {
     "her_rl/BitFlip-v0": "her_rl.envs.bitflip:BitFlip",

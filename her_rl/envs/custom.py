@@ -17,7 +17,7 @@ from typing import Iterable
 
 import gymnasium as gym
 
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 
 
 def split_id(env_id: str) -> tuple[str | None, str]:

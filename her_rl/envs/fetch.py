@@ -32,7 +32,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 
 ROBOTICS_VERSIONS = "gymnasium-robotics 1.4.2, mujoco 3.3.7"
 INSTALL = f'pip install -e ".[robotics]" ({ROBOTICS_VERSIONS})'

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from her_rl.registry import ConfigError
+from her_rl.errors import ConfigError
 from her_rl.rl.her import HindsightMemory
 from her_rl.rl.normalize import RunningMeanStd
 
