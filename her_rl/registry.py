@@ -22,7 +22,7 @@ from her_rl.errors import ConfigError  # also importable from here, its first ho
 @dataclass(frozen=True)
 class AlgoInfo:
     target: str
-    """Dotted path of the algorithm class (what its YAML's ``_target_`` must say)."""
+    """Dotted path of the algorithm class (what its config's ``_target_`` must say)."""
     needs_goal_env: bool = False
     action_spaces: tuple[str, ...] = ("discrete",)
     """Which action-space kinds the algorithm can act in: ``discrete`` and/or ``continuous``."""

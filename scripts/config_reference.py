@@ -2,7 +2,8 @@
 
 What a key may be comes from ``her_rl/schema.py`` (the rule the CLI checks), its default from the
 composed config (``her_rl.runner.compose``), and its meaning from the YAML comment on its line in
-``her_rl/conf`` (``key: value  # meaning``, continued on comment lines indented deeper than the key).
+``her_rl/conf`` (``key: value  # meaning``, continued on comment lines indented deeper than the key) or,
+for ``algo.*``, from the docstring under the field of the algorithm's class (``her_rl.algo_group``).
 So the page cannot drift from the code: change a comment or a rule and regenerate.
 
     python scripts/config_reference.py           # rewrite docs/configuration.md
@@ -184,24 +185,34 @@ def _top_section(defaults: dict[str, Any]) -> list[str]:
             *table(["key", "default", "allowed", "meaning"], rows)]
 
 
+def summary_line(cls: type) -> str:
+    """The first paragraph of the docstring of the module that defines ``cls``."""
+    doc = sys.modules[cls.__module__].__doc__ or ""
+    return " ".join(doc.strip().split("\n\n", 1)[0].split())
+
+
+def as_comment(doc: str) -> str:
+    """A field's docstring in the page's comment style: no capital for a plain word, no final period."""
+    doc = doc[:-1] if doc.endswith(".") else doc
+    return doc[0].lower() + doc[1:] if doc[:2].istitle() and doc[:2].isalpha() else doc
+
+
 def _algo_sections() -> list[str]:
-    from her_rl.registry import ALGOS, accepted_params
+    from her_rl import algo_group
+    from her_rl.registry import ALGOS, resolve_target
     from her_rl.schema import algo_rules
 
     lines = ["## Algorithms: `algo.*` {#algo}", "",
-             "Each `her_rl/conf/algo/NAME.yaml`; the defaults below are the file's own, before a "
-             "[tuned file](#tuned) for the chosen env is applied. A key the algorithm's class does not "
-             "take is refused, naming the ones it does.", ""]
+             "Each algorithm's keys are the fields of its class (`algo._target_`): the defaults below are the "
+             "class's own, before a [tuned file](#tuned) for the chosen env is applied. A key the class does "
+             "not take is refused, naming the ones it does.", ""]
     for name in ALGOS:
-        text = _read(CONF / "algo" / f"{name}.yaml")
-        keys, rules = yaml_keys(text), algo_rules(name)
+        meanings, rules = algo_group.meanings(name), algo_rules(name)
         values = _compose([f"algo={name}", "~tuned"])["algo"]
-        order = [k for k in values if k not in ("name", "_target_")]
-        order += [k for k in accepted_params(name) if k not in order]
         rows = [[f"`{k}`", code(values.get(k, "(unset)")),
-                 cell(rules[k].allowed if k in rules else "not range-checked"),
-                 cell(keys.get(k, ("", ""))[1])] for k in order]
-        lines += [f"### `algo={name}` {{#algo-{name}}}", "", cell(header_comment(text)), "",
+                 cell(rules[k].allowed if k in rules else "not range-checked"), cell(as_comment(meaning))]
+                for k, meaning in meanings.items()]
+        lines += [f"### `algo={name}` {{#algo-{name}}}", "", cell(summary_line(resolve_target(name, None))), "",
                   *table(["key", "default", "allowed", "meaning"], rows)]
     return lines
 

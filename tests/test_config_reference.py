@@ -64,7 +64,7 @@ def test_every_algo_key_has_default_rule_and_meaning(ref, page):
         for key, rule in algo_rules(name).items():
             _, default, allowed, meaning = _row(page, f"algo-{name}", key)
             assert allowed == rule.allowed.replace("|", "\\|"), (name, key)
-            assert meaning, f"algo.{key} of {name} has no comment in her_rl/conf/algo/{name}.yaml"
+            assert meaning, f"algo.{key} of {name} has no docstring under its field"
             assert default == f"`{ref.show(cfg[key])}`", (name, key)
 
 
@@ -110,8 +110,23 @@ def test_a_changed_comment_changes_the_page(ref, monkeypatch, tmp_path):
 
     conf = tmp_path / "conf"
     shutil.copytree(ref.CONF, conf)
-    algo = conf / "algo" / "her_dqn.yaml"
-    text = algo.read_text(encoding="utf-8")
-    algo.write_text(text.replace("# discount", "# how much later rewards count"), encoding="utf-8")
+    env = conf / "env" / "push.yaml"
+    text = env.read_text(encoding="utf-8")
+    env.write_text(text.replace("# the table is [0, table_size]^2", "# side of the square table"), encoding="utf-8")
     monkeypatch.setattr(ref, "CONF", conf)
-    assert "| `gamma` | `0.98` | a number in (0, 1] | how much later rewards count |" in ref.render()
+    assert _row(ref.render(), "env-push", "env.kwargs.table_size")[3] == "side of the square table"
+
+
+def test_a_changed_field_docstring_changes_the_page(ref, monkeypatch):
+    from her_rl import algo_group
+    from her_rl.algos.hindsight import HindsightLearner
+
+    docs = algo_group._class_docs
+
+    def changed(cls):
+        own = dict(docs(cls))
+        if cls is HindsightLearner:
+            own["gamma"] = "how much later rewards count"
+        return own
+    monkeypatch.setattr(algo_group, "_class_docs", changed)
+    assert _row(ref.render(), "algo-her_dqn", "gamma")[1:] == ["`0.98`", "a number in (0, 1]", "how much later rewards count"]

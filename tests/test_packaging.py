@@ -15,6 +15,6 @@ def test_wheel_ships_every_config_file(tmp_path):
     wheel = next(tmp_path.glob("her_rl-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {f"her_rl/conf/{f.relative_to(ROOT / 'her_rl/conf')}" for f in (ROOT / "her_rl/conf").rglob("*.yaml")}
-    assert "her_rl/conf/config.yaml" in expected and "her_rl/conf/algo/her_dqn.yaml" in expected
+    assert "her_rl/conf/config.yaml" in expected and "her_rl/conf/env/bitflip.yaml" in expected
     assert expected <= names, expected - names
     assert any(n.endswith("entry_points.txt") for n in names)

@@ -93,11 +93,17 @@ class HerDDPG(HindsightLearner):
     }
 
     actor_lr: float = 1e-3
+    """Adam learning rate of the actor."""
     critic_lr: float = 1e-3
+    """Adam learning rate of the critic(s)."""
     random_eps: float = 0.3
+    """Share of uniformly random actions while collecting."""
     noise: str = "gaussian"
+    """gaussian | ou (Ornstein-Uhlenbeck, theta 0.15, dt 0.01, restarted each cycle)."""
     noise_eps: float = 0.2
+    """Noise std (OU: sigma) in half-ranges of the action box."""
     action_l2: float = 1.0
+    """L2 penalty on the actor's actions (in [-1, 1], before rescaling)."""
 
     def build(self) -> None:
         self.build_actor()

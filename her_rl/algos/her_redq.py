@@ -46,9 +46,14 @@ class HerREDQ(HerSAC):
                                         "layer_norm": BOOL}
 
     ensemble: int = 10
+    """Critics in the ensemble, all trained towards the same target."""
     subset: int = 2
+    """Target critics whose minimum makes the target, drawn afresh for every update."""
     layer_norm: bool = True
+    """LayerNorm after each hidden layer of every critic."""
     clip_target: bool = True
+    """Bound the bootstrapped Q to [-1/(1-gamma), 0], the range a -1/0 reward allows (before the entropy
+    bonus)."""
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:

@@ -64,12 +64,19 @@ class HerSAC(HindsightLearner):
     }
 
     actor_lr: float = 1e-3
+    """Adam learning rate of the policy."""
     critic_lr: float = 1e-3
+    """Adam learning rate of the critics."""
     alpha_lr: float = 1e-3
+    """Adam learning rate of log(alpha)."""
     alpha_init: float = 1.0
+    """Initial entropy temperature."""
     autotune: bool = True
+    """Tune alpha towards target_entropy; false: alpha stays alpha_init."""
     target_entropy: float | None = None
+    """Entropy the temperature aims at; null: -(action dimensions)."""
     clip_target: bool = False
+    """Clip Q targets to [-1/(1-gamma), 0] (the entropy bonus leaves that range)."""
 
     def build(self) -> None:
         self.target_entropy = -float(self.act_dim) if self.target_entropy is None else float(self.target_entropy)

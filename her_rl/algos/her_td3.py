@@ -41,8 +41,11 @@ class HerTD3(HerDDPG):
                                         "policy_delay": integer(1, 1000)}
 
     target_noise: float = 0.2
+    """Std of the Gaussian noise on the target actor's action (target policy smoothing), in [-1, 1] units."""
     noise_clip: float = 0.5
+    """That noise is clipped to [-noise_clip, noise_clip]."""
     policy_delay: int = 2
+    """The actor steps on every policy_delay-th update only (the critics on every one)."""
 
     def build(self) -> None:
         self.build_actor()

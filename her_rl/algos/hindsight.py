@@ -65,22 +65,47 @@ class HindsightLearner:
     device: str = "cpu"
     inference: bool = False
     strategy: str = "future"
+    """Which achieved goals relabel a transition (the strategies of her_rl/rl/her.py); none: no relabelling."""
     k: int = 4
+    """Relabelled goals per real one (relabel probability k/(k+1))."""
     random_mix: float = 0.0
+    """Share of the relabelled goals drawn as `random` draws them (from any stored step), whatever the strategy:
+    goals at distances the episode itself never travelled."""
     hidden: Sequence[int] = (256, 256, 256)
+    """Hidden layers (ReLU) of the actor and of every critic; the actor ends in tanh or a squashed Gaussian."""
     gamma: float = 0.98
+    """Discount."""
     batch_size: int = 256
+    """Transitions per gradient step."""
     buffer_size: int = 1_000_000
+    """Replay capacity in transitions."""
     episodes_per_cycle: int = 16
+    """Episodes per cycle, played in parallel in one batched env (the HER paper's 8 workers x 2 episodes); 2 was
+    slower in wall time on push."""
     updates_per_cycle: int = 40
+    """Gradient steps per cycle."""
     updates_per_step: float | None = None
+    """When set, gradient steps per env step collected (SB3's SAC does 1.0), so the update rate stays put when
+    the episode length changes; replaces updates_per_cycle."""
     n_step: int = 1
+    """N-step returns under the relabelled goal: rewards recomputed with compute_reward for up to n steps, cut at
+    the episode's end or its first terminal step; the target is that return plus gamma^steps times the bootstrap
+    (no off-policy correction); 1: the one-step target."""
     polyak: float = 0.95
+    """Decay of every target network after each cycle (not a per-step tau)."""
     clip_target: bool = True
+    """Clip Q targets to [-1/(1-gamma), 0], the range a -1/0 reward allows."""
     grad_clip: float | None = None
+    """Max gradient norm of each optimiser's step (null: no clipping)."""
     normalize: str | bool = "auto"
+    """Inputs whitened with running mean/std of the stored observations and goals (the paper's: raw values
+    clipped to +-200, std floored at 0.01); auto: on unless observation and goals are bits, which enter as exact
+    +-1."""
     norm_clip: float = 5.0
+    """Whitened inputs are clipped to [-norm_clip, norm_clip]."""
     precision: str = "float32"
+    """bfloat16: the update's matrix products run through torch.autocast (parameters, Adam state and loss stay
+    float32); faster only on CPUs with AMX / AVX512-BF16, slower elsewhere."""
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:

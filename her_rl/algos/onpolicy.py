@@ -63,14 +63,23 @@ class OnPolicyLearner:
     device: str = "cpu"
     inference: bool = False
     num_envs: int = 8
+    """Parallel envs (one gymnasium sync vector env)."""
     lr: float = 1e-3
+    """Adam learning rate of actor and critic."""
     ent_coef: float = 0.0
+    """Entropy bonus coefficient."""
     max_grad_norm: float | None = 0.5
+    """Max gradient norm (null: no clipping)."""
     hidden: Sequence[int] = (64, 64)
+    """Hidden layers of the policy and of the critic, two separate MLPs of this shape."""
     activation: str = "tanh"
+    """Hidden-layer activation."""
     normalize_obs: bool = False
+    """Running mean/std whitening of observations (frozen in act / evaluation)."""
     obs_clip: float = 10.0
+    """Whitened observations are clipped to [-obs_clip, obs_clip]."""
     log_std_init: float = 0.0
+    """Continuous actions: initial log std (actions live in a [-1, 1] box)."""
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:

@@ -41,16 +41,27 @@ class PPOLearner(OnPolicyLearner):
     RULES = PPO_RULES
 
     num_steps: int = 32
+    """Steps per env per iteration (8 envs x 32: 256 transitions per update)."""
     epochs: int = 20
+    """Passes over each rollout."""
     minibatch_size: int = 256
+    """Transitions per minibatch."""
     lr_anneal: bool = True
+    """Linear decay of the learning rate to 0 over anneal_steps env steps."""
     clip_eps: float = 0.2
+    """Clip range of the probability ratio."""
     clip_anneal: bool = True
+    """Linear decay of clip_eps to 0 over anneal_steps env steps."""
     anneal_steps: int | None = 100_000
+    """Horizon of both schedules, needed when either is on (rl-zoo trains CartPole for 1e5 steps)."""
     gae_lambda: float = 0.8
+    """GAE lambda."""
     vf_coef: float = 1.0
+    """Weight of the value loss; ours is 0.5 * MSE, so 1.0 equals SB3's vf_coef 0.5 on plain MSE."""
     norm_adv: bool = True
+    """Whiten advantages per minibatch."""
     target_kl: float | None = None
+    """Stop an iteration's epochs early when the mean approximate KL exceeds this."""
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:
@@ -143,6 +154,7 @@ class PPO(PPOLearner):
     RULES = {**PPO_RULES, "gamma": UNIT_OPEN_CLOSED}
 
     gamma: float = 0.98
+    """Discount."""
 
     def _advantages(self, ro: Rollout) -> tuple[torch.Tensor, torch.Tensor, dict]:
         term, dones = ro.gae_flags()

@@ -39,14 +39,22 @@ class Reinforce(OnPolicyLearner):
     CONTINUES_EPISODES = False  # every iteration starts with a seeded reset
 
     num_envs: int = 4
+    """Episodes per update, one per parallel env."""
     lr: float = 1e-2
+    """Adam learning rate of the policy."""
     max_grad_norm: float | None = None
     hidden: Sequence[int] = (64,)
+    """Hidden layers of the policy (and critic) MLP."""
     gamma: float = 0.99
+    """Discount."""
     baseline: str = "none"
+    """none | critic (critic: A = G - V(s), truncated episodes bootstrapped)."""
     vf_lr: float = 1e-2
+    """Critic learning rate (baseline: critic)."""
     normalize_adv: bool = True
+    """Whiten returns/advantages over the batch."""
     max_episode_steps: int = 100_000
+    """Safety cap on one batch of episodes."""
 
     def has_critic(self) -> bool:
         return self.baseline == "critic"

@@ -13,7 +13,7 @@ evaluations) until solved, per seed, medians over the solved seeds, and ours/SB3
 reaches 475 (the agent driven directly: the target is about training episodes, not evaluation).
 
 ``mountaincar`` / ``deep_sea``: our RND-PPO against our PPO with the same PPO settings (those of
-``conf/algo/rnd_ppo.yaml`` plus ``conf/tuned/rnd_ppo_<env>.yaml``; ``gamma = gamma_ext``), through the
+``algo=rnd_ppo`` plus ``conf/tuned/rnd_ppo_<env>.yaml``; ``gamma = gamma_ext``), through the
 runner. Reported: env steps until the flag / the deep-sea reward is first reached in training (the
 run's ``charts/episodic_return_max`` in its ``metrics.jsonl``), until the greedy evaluation reaches it
 (solved), and the final greedy evaluation: its mean return and the share of its episodes that ended
@@ -38,7 +38,6 @@ from her_rl.bench.ours import OursRun, run_ours
 from her_rl.bench.stats import exact_median, known_median
 from her_rl.bench.tables import markdown
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
 SOLVED_RETURN = 475
 SB3_HORIZON = 100_000  # the horizon of rl-zoo's annealing schedules
 
@@ -107,11 +106,11 @@ def reinforce_seed(seed: int, episodes: int, hp: dict[str, Any]) -> dict[str, An
 
 def bench_reinforce(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     import torch
-    import yaml
+
+    from her_rl.algo_group import defaults
 
     torch.set_num_threads(1)
-    hp = yaml.safe_load((CONF / "algo" / "reinforce.yaml").read_text())
-    hp = {k: v for k, v in hp.items() if k not in ("name", "_target_")}
+    hp = defaults("reinforce")
     rows = []
     for seed in args.seeds:
         rows.append(reinforce_seed(seed, args.episodes, hp))

@@ -1,0 +1,72 @@
+"""The algo=NAME configs are the algorithm classes' own fields: one default per hyperparameter."""
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from her_rl import algo_group, registry
+from her_rl.algos.her_dqn import HerDQN
+from her_rl.registry import ALGOS, RUNTIME_ARGS, AlgoInfo, resolve_target
+from her_rl.runner import compose
+
+
+def _composed_algo(*overrides: str) -> dict:
+    return OmegaConf.to_container(compose(["~tuned", *overrides]).algo, resolve=True)
+
+
+@pytest.mark.parametrize("name", sorted(ALGOS))
+def test_her_run_and_a_python_caller_get_the_same_defaults(name):
+    cls = resolve_target(name, None)
+    in_python = {f.name: list(f.default) if isinstance(f.default, tuple) else f.default
+                 for f in fields(cls) if f.name not in RUNTIME_ARGS}
+    composed = _composed_algo(f"algo={name}")
+    assert composed.pop("name") == name and composed.pop("_target_") == ALGOS[name].target
+    assert composed == in_python
+
+
+def test_no_yaml_file_can_shadow_a_class_default():
+    assert not (Path(registry.__file__).parent / "conf" / "algo").exists()
+
+
+def test_a_learner_that_changes_a_default_keeps_the_base_words_unless_it_writes_its_own():
+    ddpg, dqn = algo_group.meanings("her_ddpg"), algo_group.meanings("her_dqn")
+    assert ddpg["gamma"] == dqn["gamma"] == "Discount."
+    assert dqn["polyak"] != ddpg["polyak"] and "0.5" in dqn["polyak"]  # her_dqn redeclares polyak with a reason
+    assert dqn["batch_size"] == ddpg["batch_size"]  # redeclared (128) without words: the base's
+
+
+@dataclass(eq=False)
+class KnobDQN(HerDQN):
+    NAME = "knob_dqn"
+
+    knob: int = 3
+    """A knob only this test has."""
+
+
+@pytest.fixture
+def knob_registered(monkeypatch):
+    from hydra.core.config_store import ConfigStore
+
+    monkeypatch.setitem(ALGOS, "knob_dqn", AlgoInfo(f"{KnobDQN.__module__}.KnobDQN", needs_goal_env=True))
+    algo_group.store()
+    yield
+    ConfigStore.instance().repo["algo"].pop("knob_dqn.yaml", None)
+
+
+def test_a_new_field_is_a_config_key_with_its_default_and_words(knob_registered):
+    assert _composed_algo("algo=knob_dqn")["knob"] == 3
+    assert _composed_algo("algo=knob_dqn", "algo.knob=5")["knob"] == 5
+    assert algo_group.meanings("knob_dqn")["knob"] == "A knob only this test has."
+
+
+def test_a_hyperparameter_without_a_default_is_refused(monkeypatch):
+    @dataclass
+    class Bare:
+        env: dict
+        lr: float
+
+    monkeypatch.setattr(algo_group, "resolve_target", lambda name, target: Bare)
+    with pytest.raises(TypeError, match="'lr' has no default"):
+        algo_group.defaults("her_dqn")
