@@ -24,7 +24,17 @@ import numpy as np
 from her_rl.config import one_line
 from her_rl.errors import ConfigError
 
-DEFAULTS: dict[str, Any] = {"enabled": False, "episodes": 3, "fps": None, "format": "mp4"}  # as conf/config.yaml
+
+
+def _config_defaults() -> dict[str, Any]:
+    """The ``video`` settings of conf/config.yaml: written there once, for her-run and for Python callers."""
+    import yaml
+
+    text = (Path(__file__).parent / "conf" / "config.yaml").read_text(encoding="utf-8")
+    return dict(yaml.safe_load(text)["video"])
+
+
+DEFAULTS: dict[str, Any] = _config_defaults()
 FORMATS = ("mp4", "gif")
 INSTALL = 'pip install -e ".[video]"'
 MIN_SIDE = 200  # tiny renders are scaled up (nearest neighbour) to at least this many pixels ...

@@ -110,23 +110,23 @@ def test_a_changed_comment_changes_the_page(ref, monkeypatch, tmp_path):
 
     conf = tmp_path / "conf"
     shutil.copytree(ref.CONF, conf)
-    env = conf / "env" / "push.yaml"
+    env = conf / "env" / "deep_sea.yaml"
     text = env.read_text(encoding="utf-8")
-    env.write_text(text.replace("# the table is [0, table_size]^2", "# side of the square table"), encoding="utf-8")
+    env.write_text(text.replace("# fixes which action", "# the task's seed: it fixes which action"), encoding="utf-8")
     monkeypatch.setattr(ref, "CONF", conf)
-    assert _row(ref.render(), "env-push", "env.kwargs.table_size")[3] == "side of the square table"
+    assert _row(ref.render(), "env-deep_sea", "env.kwargs.mapping_seed")[3].startswith("the task's seed: it fixes")
 
 
 def test_a_changed_field_docstring_changes_the_page(ref, monkeypatch):
-    from her_rl import algo_group
+    from her_rl import config_store
     from her_rl.algos.hindsight import HindsightLearner
 
-    docs = algo_group._class_docs
+    docs = config_store._class_docs
 
     def changed(cls):
         own = dict(docs(cls))
         if cls is HindsightLearner:
             own["gamma"] = "how much later rewards count"
         return own
-    monkeypatch.setattr(algo_group, "_class_docs", changed)
+    monkeypatch.setattr(config_store, "_class_docs", changed)
     assert _row(ref.render(), "algo-her_dqn", "gamma")[1:] == ["`0.98`", "a number in (0, 1]", "how much later rewards count"]

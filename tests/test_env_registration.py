@@ -3,12 +3,11 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
-import yaml
+from omegaconf import OmegaConf
 
 import her_rl
 from her_rl.envs import make_vec
@@ -17,9 +16,9 @@ from her_rl.envs.drag import DragVectorEnv
 from her_rl.envs.push import PushVectorEnv
 from her_rl.envs.table import check_table_kwargs
 from her_rl.errors import ConfigError
+from her_rl.runner import compose
 
 IDS = ["her_rl/BitFlip-v0", "her_rl/Push-v0", "her_rl/Drag-v0", "her_rl/DeepSea-v0"]
-CONF = Path(her_rl.__file__).parent / "conf" / "env"
 
 
 def test_import_her_rl_registers_every_id_in_a_fresh_interpreter():
@@ -44,10 +43,10 @@ print(json.dumps(out))
 
 @pytest.mark.parametrize("name, cls", [("push", PushVectorEnv), ("drag", DragVectorEnv)])
 def test_config_groups_build_the_batched_env_and_forward_kwargs(name, cls):
-    cfg = yaml.safe_load((CONF / f"{name}.yaml").read_text())
+    cfg = OmegaConf.to_container(compose([f"env={name}", "algo=her_dqn"]).env, resolve=True)
     assert cfg["name"] == name and cfg["solved_return"] is None and cfg["eval_episodes"] == 100
     defaults = check_table_kwargs(name)
-    assert check_table_kwargs(name, **cfg["kwargs"]) == defaults  # the file lists the defaults
+    assert check_table_kwargs(name, **cfg["kwargs"]) == defaults  # the group holds the defaults
     envs = make_vec(cfg, 5, seed=0)
     assert isinstance(envs, cls) and envs.max_episode_steps == 50 and envs.action_space.shape == (5,)
     cfg["kwargs"].update(actions="continuous", max_episode_steps=7)

@@ -18,7 +18,7 @@ from her_rl.errors import ConfigError
 from her_rl.runner import compose, run
 
 SMALL_PUSH = ["env=push", "env.kwargs.actions=continuous", "env.kwargs.block_size=0.2", "env.kwargs.step_size=0.1",
-              "env.kwargs.success_distance=0.1", "env.kwargs.max_episode_steps=15"]
+              "env.kwargs.success_distance=0.1", "env.kwargs.gripper_range=0.15", "env.kwargs.goal_range=0.15", "env.kwargs.max_episode_steps=15"]
 GAMMA = 0.98
 
 

@@ -84,7 +84,7 @@ def test_envs_it_cannot_act_in_are_refused_with_one_line(env, message):
 def test_her_dqn_learns_a_small_push_task_in_a_short_run(tmp_path):
     from her_rl.runner import compose, run
 
-    small = ["env=push", "env.kwargs.block_size=0.2", "env.kwargs.step_size=0.1", "env.kwargs.success_distance=0.1",
+    small = ["env=push", "env.kwargs.block_size=0.2", "env.kwargs.step_size=0.1", "env.kwargs.success_distance=0.1", "env.kwargs.gripper_range=0.15", "env.kwargs.goal_range=0.15",
              "env.kwargs.max_episode_steps=15", "progress=false", "budget.env_steps=36000",
              "eval.every_iterations=5", "eval.success_threshold=0.8"]
     results = run(compose(small), out_dir=tmp_path)

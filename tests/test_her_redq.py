@@ -91,7 +91,7 @@ def test_bad_redq_keys_are_refused(bad, message):
 
 def test_her_redq_learns_a_small_continuous_push(tmp_path):
     cfg = compose(["algo=her_redq", "env=push", "env.kwargs.actions=continuous", "env.kwargs.block_size=0.2",
-                   "env.kwargs.step_size=0.1", "env.kwargs.success_distance=0.1", "env.kwargs.max_episode_steps=15",
+                   "env.kwargs.step_size=0.1", "env.kwargs.success_distance=0.1", "env.kwargs.gripper_range=0.15", "env.kwargs.goal_range=0.15", "env.kwargs.max_episode_steps=15",
                    "algo.hidden=[64,64]", "algo.batch_size=128", "algo.episodes_per_cycle=4", "algo.ensemble=5",
                    "algo.updates_per_step=0.5", "eval.every_iterations=5", "eval.success_threshold=0.9",
                    "budget.env_steps=30000", "progress=false", "seed=0"])

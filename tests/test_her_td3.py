@@ -110,7 +110,7 @@ def test_bad_td3_keys_are_refused(bad, message):
 def test_her_td3_learns_a_small_continuous_push(tmp_path):
     # measured: solved (>= 0.9) after 15,300 env steps, 10-19 s on a 2-core machine (load 2-3)
     cfg = compose(["algo=her_td3", "env=push", "env.kwargs.actions=continuous", "env.kwargs.block_size=0.2",
-                   "env.kwargs.step_size=0.1", "env.kwargs.success_distance=0.1", "env.kwargs.max_episode_steps=15",
+                   "env.kwargs.step_size=0.1", "env.kwargs.success_distance=0.1", "env.kwargs.gripper_range=0.15", "env.kwargs.goal_range=0.15", "env.kwargs.max_episode_steps=15",
                    "algo.hidden=[64,64]", "algo.batch_size=128", "algo.episodes_per_cycle=4",
                    "algo.updates_per_cycle=20", "eval.every_iterations=5", "eval.success_threshold=0.9",
                    "budget.env_steps=30000", "progress=false", "seed=0"])

@@ -23,6 +23,26 @@ DEFAULTS: dict[str, Any] = {
 }
 DRAG_DEFAULTS: dict[str, Any] = {**DEFAULTS, "grip_reach": None}
 
+# What each setting means: the config page's words (``env.kwargs.*`` of env=push and env=drag).
+MEANINGS: dict[str, str] = {
+    "table_size": "the table is [0, table_size]^2",
+    "block_size": "block diameter (< table_size)",
+    "step_size": "gripper move per step (<= block_size / 2: it cannot pass the block)",
+    "success_distance": "block-goal distance that counts as success; null: 0.05 * table_size (Fetch: 0.05 m)",
+    "max_episode_steps": "episodes are truncated after this many steps",
+    "terminate_on_success": "as in Fetch: reaching the goal does not end the episode",
+    "actions": "discrete: 8 compass moves; continuous: Box(-1, 1, (2,)) x step_size",
+    "gripper_range": "the gripper starts within this half-width of the block (Fetch's obj_range: 0.15 with the "
+                     "default sizes); null: anywhere",
+    "goal_range": "the goal lies within this half-width of the block's start (Fetch's target_range: 0.15 with the "
+                  "default sizes); null: anywhere",
+}
+DRAG_MEANINGS: dict[str, str] = {
+    **MEANINGS,
+    "actions": "discrete: 8 moves, 8 = grip, 9 = release; continuous: Box(-1, 1, (3,)), a[2] > 0 holds",
+    "grip_reach": "grip closes within this distance of the block centre; null: block_size / 2 + step_size",
+}
+
 
 def _positive(key: str, value: Any) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not 0 < float(value) < math.inf:

@@ -1,4 +1,5 @@
-"""The algo=NAME configs are the algorithm classes' own fields: one default per hyperparameter."""
+"""The configs taken from the code: algo=NAME is the algorithm class's fields, push/drag kwargs the
+table tasks' defaults. One default per value, whoever builds the agent or env."""
 
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -6,7 +7,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from her_rl import algo_group, registry
+from her_rl import config_store, registry
 from her_rl.algos.her_dqn import HerDQN
 from her_rl.registry import ALGOS, RUNTIME_ARGS, AlgoInfo, resolve_target
 from her_rl.runner import compose
@@ -31,7 +32,7 @@ def test_no_yaml_file_can_shadow_a_class_default():
 
 
 def test_a_learner_that_changes_a_default_keeps_the_base_words_unless_it_writes_its_own():
-    ddpg, dqn = algo_group.meanings("her_ddpg"), algo_group.meanings("her_dqn")
+    ddpg, dqn = config_store.meanings("her_ddpg"), config_store.meanings("her_dqn")
     assert ddpg["gamma"] == dqn["gamma"] == "Discount."
     assert dqn["polyak"] != ddpg["polyak"] and "0.5" in dqn["polyak"]  # her_dqn redeclares polyak with a reason
     assert dqn["batch_size"] == ddpg["batch_size"]  # redeclared (128) without words: the base's
@@ -50,7 +51,7 @@ def knob_registered(monkeypatch):
     from hydra.core.config_store import ConfigStore
 
     monkeypatch.setitem(ALGOS, "knob_dqn", AlgoInfo(f"{KnobDQN.__module__}.KnobDQN", needs_goal_env=True))
-    algo_group.store()
+    config_store.store()
     yield
     ConfigStore.instance().repo["algo"].pop("knob_dqn.yaml", None)
 
@@ -58,7 +59,7 @@ def knob_registered(monkeypatch):
 def test_a_new_field_is_a_config_key_with_its_default_and_words(knob_registered):
     assert _composed_algo("algo=knob_dqn")["knob"] == 3
     assert _composed_algo("algo=knob_dqn", "algo.knob=5")["knob"] == 5
-    assert algo_group.meanings("knob_dqn")["knob"] == "A knob only this test has."
+    assert config_store.meanings("knob_dqn")["knob"] == "A knob only this test has."
 
 
 def test_a_hyperparameter_without_a_default_is_refused(monkeypatch):
@@ -67,6 +68,18 @@ def test_a_hyperparameter_without_a_default_is_refused(monkeypatch):
         env: dict
         lr: float
 
-    monkeypatch.setattr(algo_group, "resolve_target", lambda name, target: Bare)
+    monkeypatch.setattr(config_store, "resolve_target", lambda name, target: Bare)
     with pytest.raises(TypeError, match="'lr' has no default"):
-        algo_group.defaults("her_dqn")
+        config_store.defaults("her_dqn")
+
+
+@pytest.mark.parametrize("env", ["push", "drag"])
+def test_her_run_and_gymnasium_make_get_the_same_table_settings(env):
+    from her_rl.envs.table_settings import DEFAULTS, DRAG_DEFAULTS, check_table_kwargs
+
+    composed = OmegaConf.to_container(compose([f"env={env}", "algo=her_dqn"]).env.kwargs, resolve=True)
+    assert composed == (DRAG_DEFAULTS if env == "drag" else DEFAULTS)
+    # a changed success distance moves the start ranges with it, on the command line as in Python
+    ours = OmegaConf.to_container(compose([f"env={env}", "algo=her_dqn", "env.kwargs.success_distance=0.1"]).env.kwargs)
+    settings = check_table_kwargs(env, **ours)
+    assert settings == check_table_kwargs(env, success_distance=0.1) and settings["goal_range"] == pytest.approx(0.3)

@@ -1,11 +1,15 @@
-"""The ``algo`` config group, read from the algorithm classes themselves.
+"""The configs her-run takes from the code, put into Hydra's ConfigStore by :func:`store`.
 
 A learner is a dataclass of its hyperparameters, and its class is the one place a hyperparameter is
 written: the field's default is the config's default, the string under the field says what it
-means, and ``RULES`` says what it may be. So there is no YAML file per algorithm: :func:`store`
-puts one Hydra config per registered algorithm (``name``, ``_target_`` and every field's default)
-into Hydra's ConfigStore, where ``algo=NAME`` finds it, and the config reference page reads the
-meanings with :func:`meanings`. Adding a hyperparameter is adding a field (and its rule).
+means, and ``RULES`` says what it may be. So there is no YAML file per algorithm: ``algo=NAME``
+finds one stored config per registered algorithm (``name``, ``_target_`` and every field's
+default), and the config reference page reads the meanings with :func:`meanings`. Adding a
+hyperparameter is adding a field (and its rule).
+
+The same holds for the push and drag settings: their defaults are ``her_rl.envs.table_settings``'s,
+which a Python caller of the env gets too, and conf/env/push.yaml and drag.yaml take them as
+``env.kwargs`` from the stored ``_push_kwargs`` / ``_drag_kwargs``.
 """
 
 from __future__ import annotations
@@ -70,12 +74,17 @@ def meanings(name: str) -> dict[str, str]:
 
 
 def store() -> None:
-    """Put every registered algorithm's config into Hydra's ConfigStore (idempotent)."""
+    """Put every registered algorithm's config and the table tasks' settings into Hydra's ConfigStore
+    (idempotent)."""
     from hydra.core.config_store import ConfigStore
+
+    from her_rl.envs.table_settings import DEFAULTS, DRAG_DEFAULTS
 
     cs = ConfigStore.instance()
     for name in ALGOS:
         cs.store(group="algo", name=name, node=node(name))
+    cs.store(name="_push_kwargs", node=dict(DEFAULTS))
+    cs.store(name="_drag_kwargs", node=dict(DRAG_DEFAULTS))
 
 
 __all__ = ["defaults", "meanings", "node", "store"]
