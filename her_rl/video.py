@@ -25,7 +25,6 @@ from her_rl.config import one_line
 from her_rl.errors import ConfigError
 
 
-
 def _config_defaults() -> dict[str, Any]:
     """The ``video`` settings of conf/config.yaml: written there once, for her-run and for Python callers."""
     import yaml

@@ -3,7 +3,8 @@
 What a key may be comes from ``her_rl/schema.py`` (the rule the CLI checks), its default from the
 composed config (``her_rl.runner.compose``), and its meaning from the YAML comment on its line in
 ``her_rl/conf`` (``key: value  # meaning``, continued on comment lines indented deeper than the key) or,
-for ``algo.*``, from the docstring under the field of the algorithm's class (``her_rl.config_store``).
+for ``algo.*``, from the docstring under the field of the algorithm's class (``her_rl.config_store``),
+and for the push/drag ``env.kwargs``, from ``her_rl/envs/table_settings.py``.
 So the page cannot drift from the code: change a comment or a rule and regenerate.
 
     python scripts/config_reference.py           # rewrite docs/configuration.md
