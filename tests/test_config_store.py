@@ -74,7 +74,7 @@ def test_a_hyperparameter_without_a_default_is_refused(monkeypatch):
 
 
 @pytest.mark.parametrize("env", ["push", "drag"])
-def test_her_run_and_gymnasium_make_get_the_same_table_settings(env):
+def test_her_run_and_a_python_caller_get_the_same_table_settings(env):
     from her_rl.envs.table_settings import DEFAULTS, DRAG_DEFAULTS, check_table_kwargs
 
     composed = OmegaConf.to_container(compose([f"env={env}", "algo=her_dqn"]).env.kwargs, resolve=True)
