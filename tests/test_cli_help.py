@@ -41,3 +41,15 @@ def test_help_after_overrides_and_hydras_own_help_still_work(her_run, tmp_path):
     assert p.returncode == 0 and "her-rl" in p.stdout.splitlines()[0], p.stderr
     p = _run(her_run, "--hydra-help", cwd=tmp_path)
     assert p.returncode == 0 and "hydra/launcher" in p.stdout, p.stderr
+
+
+def test_the_help_quoted_on_the_cli_page_is_what_her_run_prints(her_run, tmp_path):
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    quoted = page.split("It starts:\n\n```text\n", 1)[1].split("```", 1)[0].splitlines()
+    printed = _run(her_run, "--help", cwd=tmp_path).stdout.splitlines()
+    for line in quoted:  # "..." on the page stands for the rest of a long list
+        pattern = re.compile(".*".join(map(re.escape, line.split("..."))) + "$")
+        assert any(pattern.match(p) for p in printed), f"docs/cli.md quotes a help line her-run does not print: {line!r}"
