@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from her_rl import checkpoint, requeue, results, rundir, video
+from her_rl import checkpoint, requeue, results, video
 from her_rl.build import make_agent
 from her_rl.errors import NonFiniteError, OutputError
 from her_rl.evaluation import evaluate, evaluate_checkpoint
@@ -40,7 +40,6 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     from her_rl.overrides import check_overrides
 
     check_overrides(list(overrides or []))  # the command line's refusals, for Python callers too
-    rundir.register_resolvers()
     with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
         return hydra_compose(config_name="config", overrides=video.expand_overrides(list(overrides or [])))
 

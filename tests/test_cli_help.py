@@ -1,7 +1,9 @@
 """her-run --help and --version say what her-rl is, not only that Hydra powers it."""
 
 import os
+import re
 from importlib.metadata import version
+from pathlib import Path
 
 import forked
 
@@ -44,9 +46,6 @@ def test_help_after_overrides_and_hydras_own_help_still_work(her_run, tmp_path):
 
 
 def test_the_help_quoted_on_the_cli_page_is_what_her_run_prints(her_run, tmp_path):
-    import re
-    from pathlib import Path
-
     page = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
     quoted = page.split("It starts:\n\n```text\n", 1)[1].split("```", 1)[0].splitlines()
     printed = _run(her_run, "--help", cwd=tmp_path).stdout.splitlines()
