@@ -10,6 +10,8 @@ collection with the exploring policy, then ``--updates`` gradient steps on relab
 name (the env as gymnasium-robotics ships it) and with ``env.vectorization=async``. SB3: SAC + HER
 with our net and batch, rl-zoo's TQC + HER (512x512x512, batch 2048), on the env as shipped.
 ``--phases N``: also ``her-run`` N iterations of each of our learners with every phase timed.
+``--variant "threads=2 algo.hidden=[64,64,64]"`` (repeatable): one more side of the first learner
+with these ``her-run`` overrides, e.g. to see what threads and net width do to its updates/s.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-async", action="store_true", help="skip the first learner with env.vectorization=async")
     parser.add_argument("--phases", type=int, default=0, help="her-run N iterations per learner, timed by phase")
     parser.add_argument("--core", type=int, default=None, help="pin this process to one CPU core")
+    parser.add_argument("--variant", action="append", default=[], metavar="OVERRIDES",
+                        help="one more side of the first learner with these space-separated her-run overrides")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
@@ -46,11 +50,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"FetchPush-v4, {os.cpu_count()} CPUs, core {args.core if args.core is not None else 'any'}, "
           f"load average before: {load_average()}", flush=True)
     sides = [ours_side(a, args.seed) for a in args.algos]
+    sides += [ours_side(args.algos[0], args.seed, overrides=v.split()) for v in args.variant]
     sides.append(ours_side(args.algos[0], args.seed, joint_cache=False))  # the env as gymnasium-robotics ships it
     if not args.no_async:
         with every_core():  # its worker processes may use the other core (which may be busy)
             sides.append(ours_side(args.algos[0], args.seed, vectorization="async"))
-    learns = [True] * len(args.algos) + [False] * (len(sides) - len(args.algos)) + [True] * len(args.peers)
+    learns = [True] * (len(args.algos) + len(args.variant)) + [False] * (len(sides) - len(args.algos)) + [True] * len(args.peers)
     sides += [sb3_side(kind, args.seed) for kind in args.peers]
     try:
         rates = time_sides(sides, args.steps, args.updates, args.repeats, learns, args.max_update_s)

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from her_rl.bench.profile import ROOT, PhaseClock
+from her_rl.bench.profile import ROOT, PhaseClock, Side, time_sides
 
 MISSING = [m for m in ("gymnasium_robotics", "mujoco") if importlib.util.find_spec(m) is None]
 needs_robotics = pytest.mark.skipif(bool(MISSING), reason=f"robotics extra not installed ({', '.join(MISSING)})")
@@ -73,6 +73,26 @@ def test_an_opaque_phase_keeps_its_nested_calls_and_restore_unwraps():
     clock.restore()
     assert "outer" not in vars(worker) and "inner" not in vars(worker)
     assert Worker.__dict__["inner"] is original
+
+
+def test_each_side_is_timed_with_its_own_torch_threads():
+    import torch
+
+    seen: dict[str, set[int]] = {"one": set(), "two": set()}
+
+    def side(name: str, threads: int) -> Side:
+        def work(n: int) -> int:
+            seen[name].add(torch.get_num_threads())
+            return n
+        return Side("ours", name, "64", 8, collect=work, learn=work, threads=threads)
+
+    before = torch.get_num_threads()
+    try:
+        rates = time_sides([side("one", 1), side("two", 2)], steps=10, updates=3, repeats=2)
+    finally:
+        torch.set_num_threads(before)
+    assert seen == {"one": {1}, "two": {2}}  # the second side's setting did not leak into the first's turns
+    assert [r.learner for r in rates] == ["one", "two"] and all(r.updates_per_s for r in rates)
 
 
 @needs_robotics

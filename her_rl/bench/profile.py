@@ -162,6 +162,8 @@ class Side:
     collect: Callable[[int], int]
     learn: Callable[[int], int]
     close: Callable[[], None] = lambda: None
+    threads: int = 1
+    """torch threads while this side is timed (the setting is process-wide, so it is set per side)."""
 
 
 @dataclass
@@ -174,8 +176,10 @@ class Rate:
     updates_per_s: float | None
 
 
-def ours_side(algo: str, seed: int = 0, vectorization: str = "sync", joint_cache: bool = True) -> Side:
-    """One of our learners on FetchPush, built from its ``her-run`` config (its tuned file too).
+def ours_side(algo: str, seed: int = 0, vectorization: str = "sync", joint_cache: bool = True,
+              overrides: Sequence[str] = ()) -> Side:
+    """One of our learners on FetchPush, built from its ``her-run`` config (its tuned file too) and
+    ``overrides`` (``threads=2``, ``algo.hidden=[64,64,64]``, ...).
     ``joint_cache=False``: the env copies read their joints by name, as gymnasium-robotics does."""
     import torch
 
@@ -184,7 +188,8 @@ def ours_side(algo: str, seed: int = 0, vectorization: str = "sync", joint_cache
     from her_rl.envs.fetch import CachedJointUtils
     from her_rl.runner import compose
 
-    config = resolved(compose([f"algo={algo}", "env=fetch_push", f"seed={seed}", f"env.vectorization={vectorization}"]))
+    config = resolved(compose([f"algo={algo}", "env=fetch_push", f"seed={seed}", f"env.vectorization={vectorization}",
+                               *overrides]))
     torch.set_num_threads(int(config["threads"]))
     agent = make_agent(config, "cpu")
     if not joint_cache and vectorization == "sync":
@@ -207,7 +212,9 @@ def ours_side(algo: str, seed: int = 0, vectorization: str = "sync", joint_cache
 
     side = "ours" + ("" if vectorization == "sync" else f", {vectorization} env")
     side += "" if joint_cache else ", joints by name"
-    return Side(side, algo, "x".join(map(str, agent.hidden)), agent.batch_size, collect, learn, agent.envs.close)
+    side += "".join(f", {o}" for o in overrides if not o.startswith("algo.hidden="))  # the net has its column
+    return Side(side, algo, "x".join(map(str, agent.hidden)), agent.batch_size, collect, learn, agent.envs.close,
+                threads=int(config["threads"]))
 
 
 def sb3_side(kind: str, seed: int = 0) -> Side:
@@ -266,13 +273,17 @@ def time_sides(sides: Sequence[Side], steps: int, updates: int, repeats: int = 3
     background load. Each side first collects and learns a little untimed (first calls allocate;
     HER samples whole episodes only)."""
     learn_sides = [True] * len(sides) if learn_sides is None else list(learn_sides)
+    import torch
+
     for side, learns in zip(sides, learn_sides):
+        torch.set_num_threads(side.threads)
         side.collect(100)
         if learns:
             side.learn(2)
     best = [[0.0, 0.0] for _ in sides]
     for _ in range(repeats):
         for i, (side, learns) in enumerate(zip(sides, learn_sides)):
+            torch.set_num_threads(side.threads)
             best[i][0] = max(best[i][0], _per_second(side.collect, steps, steps, float("inf")) or 0.0)
             if learns:
                 best[i][1] = max(best[i][1], _per_second(side.learn, updates, 1, max_update_s) or 0.0)
