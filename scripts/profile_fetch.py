@@ -21,9 +21,14 @@ import json
 import os
 import tempfile
 
+from hydra.errors import HydraException
+from omegaconf.errors import OmegaConfBaseException
+
 from her_rl.bench.peers import missing
 from her_rl.bench.profile import (as_json, every_core, load_average, ours_side, phase_lines, phase_profile, rate_lines,
                                   sb3_side, time_sides)
+from her_rl.cli import hydra_message
+from her_rl.errors import ConfigError
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -50,13 +55,20 @@ def main(argv: list[str] | None = None) -> None:
     print(f"FetchPush-v4, {os.cpu_count()} CPUs, core {args.core if args.core is not None else 'any'}, "
           f"load average before: {load_average()}", flush=True)
     sides = [ours_side(a, args.seed) for a in args.algos]
-    sides += [ours_side(args.algos[0], args.seed, overrides=v.split()) for v in args.variant]
+    for variant in args.variant:
+        try:
+            sides.append(ours_side(args.algos[0], args.seed, overrides=variant.split()))
+        except (HydraException, OmegaConfBaseException, ConfigError) as exc:  # one line, not a traceback
+            message = exc if isinstance(exc, ConfigError) else hydra_message(exc, variant.split())
+            parser.error(f"--variant {variant!r}: {message}")
+    learns = [True] * len(sides)
     sides.append(ours_side(args.algos[0], args.seed, joint_cache=False))  # the env as gymnasium-robotics ships it
     if not args.no_async:
         with every_core():  # its worker processes may use the other core (which may be busy)
             sides.append(ours_side(args.algos[0], args.seed, vectorization="async"))
-    learns = [True] * (len(args.algos) + len(args.variant)) + [False] * (len(sides) - len(args.algos)) + [True] * len(args.peers)
+    learns += [False] * (len(sides) - len(learns))  # the collection-only sides
     sides += [sb3_side(kind, args.seed) for kind in args.peers]
+    learns += [True] * len(args.peers)
     try:
         rates = time_sides(sides, args.steps, args.updates, args.repeats, learns, args.max_update_s)
     finally:

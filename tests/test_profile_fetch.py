@@ -129,3 +129,18 @@ def test_learners_collect_in_fetch_copies_that_read_joints_by_address_and_other_
     bits, _ = cycle_envs({"name": "bitflip", "id": "her_rl/BitFlip-v0", "kwargs": {"n": 4}}, 2, seed=0, algo="her_dqn")
     assert cache_joint_lookups(bits) is bits and not hasattr(bits, "_utils")
     assert "gymnasium_robotics.utils.mujoco_utils" in sys.modules
+
+
+@needs_robotics
+def test_a_variant_her_run_would_refuse_is_one_line_and_exit_2(capsys):
+    from conftest import load_script, unload_script
+
+    script = load_script("profile_fetch")
+    try:
+        with pytest.raises(SystemExit) as stop:
+            script.main(["--algos", "her_ddpg", "--peers", "--no-async", "--variant", "threads=0"])
+    finally:
+        unload_script("profile_fetch")
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith(" error: --variant 'threads=0': threads=0 is not allowed: threads must be an integer in [1, 1024]")

@@ -184,12 +184,13 @@ def ours_side(algo: str, seed: int = 0, vectorization: str = "sync", joint_cache
     import torch
 
     from her_rl.build import make_agent
-    from her_rl.config import resolved
+    from her_rl.config import resolved, validate
     from her_rl.envs.fetch import CachedJointUtils
     from her_rl.runner import compose
 
-    config = resolved(compose([f"algo={algo}", "env=fetch_push", f"seed={seed}", f"env.vectorization={vectorization}",
-                               *overrides]))
+    cfg = compose([f"algo={algo}", "env=fetch_push", f"seed={seed}", f"env.vectorization={vectorization}", *overrides])
+    validate(cfg)  # an override her-run would refuse is refused here, in the same words
+    config = resolved(cfg)
     torch.set_num_threads(int(config["threads"]))
     agent = make_agent(config, "cpu")
     if not joint_cache and vectorization == "sync":
@@ -272,9 +273,9 @@ def time_sides(sides: Sequence[Side], steps: int, updates: int, repeats: int = 3
     ``learn_sides[i]`` false only collects), one side after the other, so that all see the same
     background load. Each side first collects and learns a little untimed (first calls allocate;
     HER samples whole episodes only)."""
-    learn_sides = [True] * len(sides) if learn_sides is None else list(learn_sides)
     import torch
 
+    learn_sides = [True] * len(sides) if learn_sides is None else list(learn_sides)
     for side, learns in zip(sides, learn_sides):
         torch.set_num_threads(side.threads)
         side.collect(100)
