@@ -191,7 +191,8 @@ def ours_side(algo: str, seed: int = 0, vectorization: str = "sync", joint_cache
     cfg = compose([f"algo={algo}", "env=fetch_push", f"seed={seed}", f"env.vectorization={vectorization}", *overrides])
     validate(cfg)  # an override her-run would refuse is refused here, in the same words
     config = resolved(cfg)
-    torch.set_num_threads(int(config["threads"]))
+    threads = int(config["threads"])
+    torch.set_num_threads(threads)  # building allocates; time_sides sets it again for each turn
     agent = make_agent(config, "cpu")
     if not joint_cache and vectorization == "sync":
         for env in agent.envs.envs:
@@ -215,7 +216,7 @@ def ours_side(algo: str, seed: int = 0, vectorization: str = "sync", joint_cache
     side += "" if joint_cache else ", joints by name"
     side += "".join(f", {o}" for o in overrides if not o.startswith("algo.hidden="))  # the net has its column
     return Side(side, algo, "x".join(map(str, agent.hidden)), agent.batch_size, collect, learn, agent.envs.close,
-                threads=int(config["threads"]))
+                threads=threads)
 
 
 def sb3_side(kind: str, seed: int = 0) -> Side:
