@@ -36,4 +36,18 @@ class NonFiniteError(RuntimeError):
     exit_code = 3
 
 
-__all__ = ["CheckpointError", "ConfigError", "NonFiniteError", "OutputError", "one_line"]
+class EnvError(RuntimeError):
+    """The env failed (its constructor, reset, step, render, close or compute_reward raised) or returned
+    what its spaces do not allow; the message names the env and the field. Exit 2 before training
+    starts, 4 once it has (the run folder keeps its last checkpoint, so it can be resumed)."""
+
+    exit_code = 2
+    TRAINING_EXIT_CODE = 4
+
+    def __init__(self, message: str, exit_code: int | None = None):
+        super().__init__(one_line(message))
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+__all__ = ["CheckpointError", "ConfigError", "EnvError", "NonFiniteError", "OutputError", "one_line"]
