@@ -3,9 +3,10 @@
 The runner (``her_rl.runner``) owns seeding, evaluation, logging, checkpointing and
 stopping. An algorithm owns its training environments and its update rule, and exposes:
 
-``train_iteration() -> IterationResult``
+``train_iteration(max_env_steps=None) -> IterationResult``
     One collect-then-update cycle (a HER cycle of episodes + optimisation steps, a PPO
-    rollout + epochs, a batch of REINFORCE episodes).
+    rollout + epochs, a batch of REINFORCE episodes). ``max_env_steps`` is the budget left: a
+    learner that can cut its collection there does (the hindsight learners, within one lock-step).
 ``act(obs, explore=False) -> np.ndarray``
     Actions for a batch of observations exactly as the env's vector API returns them
     (a dict of arrays for goal envs, an array otherwise). ``explore=False`` is greedy.
@@ -35,12 +36,15 @@ class IterationResult:
     """Undiscounted returns of the training episodes that ended in this iteration."""
     episode_lengths: list[int] = field(default_factory=list)
     episode_successes: list[float] = field(default_factory=list)
-    """``info['is_success']`` of the ended episodes (goal envs only)."""
+    """Success at the last step of each ended episode (:mod:`her_rl.rl.success`); empty where the task
+    cannot tell success."""
+    episode_any_successes: list[float] = field(default_factory=list)
+    """Success at any step of each ended episode (beside ``episode_successes``)."""
 
 
 @runtime_checkable
 class Agent(Protocol):
-    def train_iteration(self) -> IterationResult: ...
+    def train_iteration(self, max_env_steps: int | None = None) -> IterationResult: ...
 
     def act(self, obs: Any, explore: bool = False) -> np.ndarray: ...
 

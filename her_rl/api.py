@@ -5,7 +5,7 @@ import her_rl
 
 results = her_rl.train(["algo=her_dqn", "env=bitflip", "n=8"], out_dir="outputs/flip8")
 policy = her_rl.load("outputs/flip8")
-print(her_rl.evaluate(policy, episodes=100)["success_rate"])
+print(her_rl.evaluate(policy, episodes=100)["success_rate"])  # goal envs; "return" for any task
 ```
 
 The training runner, Hydra and the algorithms are imported on first use, so ``import her_rl``
@@ -44,11 +44,13 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
 
 def evaluate(policy: Policy, episodes: int = 100, seed: int = 0) -> dict[str, float]:
     """Greedy episodes of ``policy`` in its run's env, all played at once in one vector env:
-    ``success_rate`` (goal envs: ``info["is_success"]`` of each episode's last step), ``return``,
-    ``length`` (means) and ``terminated_rate`` (episodes that ended in a terminal state rather than
-    at the time limit). The same ``seed`` gives the same episodes."""
+    ``return``, ``length`` (means), ``terminated_rate`` (episodes that ended in a terminal state rather
+    than at the time limit) and, where the env tells success (``info["is_success"]``, ``info["success"]``,
+    ``env.success_key``, else a goal env's ``compute_reward`` at the goal), ``success_rate`` (at each
+    episode's last step) and ``any_success_rate`` (at any step); a task without success has neither.
+    The same ``seed`` gives the same episodes."""
     from her_rl.envs import make_vec
-    from her_rl.evaluation import evaluate as evaluate_agent
+    from her_rl.evaluation import evaluate as evaluate_agent, success_rule_of
     from her_rl.errors import ConfigError
     from her_rl.schema import MAX_ENVS
 
@@ -58,7 +60,7 @@ def evaluate(policy: Policy, episodes: int = 100, seed: int = 0) -> dict[str, fl
         raise ConfigError(f"seed={seed!r} is not allowed: seed must be an integer >= 0")
     envs = make_vec(policy.config["env"], episodes, seed=seed)
     try:
-        result = evaluate_agent(policy.agent, envs, seed)
+        result = evaluate_agent(policy.agent, envs, seed, success_rule_of(policy.agent, policy.config["env"]))
     finally:
         envs.close()
     return {"episodes": episodes, **result}

@@ -20,37 +20,57 @@ from her_rl import checkpoint, video
 from her_rl.build import device_name, load_state as load_agent, make_agent  # noqa: F401  (their names here before)
 from her_rl.config import resolved, validate
 from her_rl.envs import make_vec
-from her_rl.errors import ConfigError, OutputError
+from her_rl.errors import ConfigError, EnvError, OutputError
 from her_rl.resume import check_saved, merge
+from her_rl.rl.success import EpisodeSuccess, SuccessRule
 from her_rl.rundir import CHECKPOINT
 from her_rl.schema import TOP
 
 build = make_agent  # an agent to train from a run's config, by the name scripts use
 
 
-def evaluate(agent, envs, seed: int, max_steps: int = 1_000_000) -> dict[str, float]:
-    """Greedy evaluation: one episode per copy of ``envs``; mean return, length, success rate (the
-    ``is_success`` of each episode's last step) and
-    terminated rate (episodes that ended by reaching a terminal state, not by the time limit:
-    MountainCar's flag rate)."""
+def success_rule_of(agent: Any, env_cfg: dict[str, Any] | None = None) -> SuccessRule:
+    """How ``agent``'s env says success: a hindsight learner's probed rule (info key, else
+    compute_reward at the goal), else the info keys alone (``env.success_key`` or is_success/success)."""
+    spec = getattr(agent, "spec", None)
+    if isinstance(getattr(spec, "success", None), SuccessRule):
+        return spec.success
+    return SuccessRule((env_cfg or {}).get("success_key"))
+
+
+def evaluate(agent, envs, seed: int, success: SuccessRule | None = None,
+             max_steps: int = 1_000_000) -> dict[str, float]:
+    """Greedy evaluation: one episode per copy of ``envs``; mean return, length, terminated rate
+    (episodes that ended by reaching a terminal state, not by the time limit: MountainCar's flag
+    rate) and, where the env can tell success (``success``, see :mod:`her_rl.rl.success`), the
+    success rate at the episodes' last step and at any step (``success_rate``, ``any_success_rate``).
+    Episodes still running after ``max_steps`` steps are an EnvError, never a silent hang."""
+    success = success if success is not None else success_rule_of(agent)
     obs, _ = envs.reset(seed=seed)
     n = envs.num_envs
     returns, lengths = np.zeros(n), np.zeros(n, dtype=np.int64)
-    success, done = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-    ended_terminal = np.zeros(n, dtype=bool)
+    done, ended_terminal = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    tracker = EpisodeSuccess(success, n)
     for _ in range(max_steps):
         obs, reward, terminated, truncated, info = envs.step(agent.act(obs, explore=False))
         live = ~done
         returns[live] += np.asarray(reward)[live]
         lengths[live] += 1
-        if "is_success" in info:  # success of the episode's last step (Fetch's convention; bit-flip ends on success)
-            success = np.where(live, np.asarray(info["is_success"], dtype=bool), success)
+        tracker.step(info, obs, live)
         ended_terminal |= live & np.asarray(terminated, dtype=bool)
         done |= np.asarray(terminated) | np.asarray(truncated)
         if done.all():
             break
-    return {"return": float(returns.mean()), "length": float(lengths.mean()), "success_rate": float(success.mean()),
+    else:
+        raise EnvError(f"env {env_name(envs)}: {int((~done).sum())} of {n} evaluation episodes still running after "
+                       f"{max_steps:,} steps; give it a time limit (env.max_episode_steps)")
+    return {"return": float(returns.mean()), "length": float(lengths.mean()), **tracker.rates(),
             "terminated_rate": float(ended_terminal.mean())}
+
+
+def env_name(envs) -> str:
+    spec = getattr(envs, "spec", None)
+    return str(getattr(spec, "id", None) or "")
 
 
 def eval_seed(seed: int, point: int, stream: int = 7) -> int:
@@ -87,7 +107,7 @@ def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
     episodes, seed = int(config["eval"]["episodes"]), int(config["seed"])
     envs = make_vec(config["env"], episodes, seed=seed)
     try:
-        result = evaluate(agent, envs, eval_seed(seed, 2**31))
+        result = evaluate(agent, envs, eval_seed(seed, 2**31), success_rule_of(agent, config["env"]))
     finally:
         envs.close()
     report = {"checkpoint": str(path), "algo": config["algo"]["name"], "env": config["env"]["name"],

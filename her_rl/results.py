@@ -28,8 +28,9 @@ def results_of(config: dict[str, Any], state: Any, goal_env: bool, ckpt_path: Pa
         "eval_episodes": int(config["eval"]["episodes"]),
         "checkpoint": str(ckpt_path),
     }
-    if goal_env:
-        results["eval_success_rate"] = ev.get("success_rate")
+    for key in ("success_rate", "any_success_rate"):  # only where the task tells success
+        if key in ev:
+            results[f"eval_{key}"] = ev[key]
     env_kwargs = config["env"].get("kwargs") or {}
     for key in ("n", "size"):  # the sizes this env uses (bit-flip's n, deep sea's size)
         if key in env_kwargs:

@@ -89,6 +89,11 @@ ENV_GROUP: dict[str, Rule] = {
     "solved_return": optional(real()),
     "eval_episodes": integer(1, MAX_ENVS),
     "vectorization": optional(choice("sync", "async")),  # gymnasium's loop over copies (Fetch); null: the env's own
+    "success_key": optional(TEXT),  # the info key that says success; null: is_success, else success, else compute_reward
+    "reward_range": optional(Rule("a list [low, high] of two numbers, low <= high",
+                                  lambda v: isinstance(v, (list, tuple)) and len(v) == 2
+                                  and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+                                  and v[0] <= v[1])),  # goal envs: declared reward range (else probed)
 }
 
 ENV_KWARGS: dict[str, dict[str, Rule]] = {  # keyed by env id, so `env=gym env.id=...` is checked too

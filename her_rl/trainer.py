@@ -10,6 +10,7 @@ final policy and writes the final checkpoint.
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from typing import Any
@@ -20,13 +21,14 @@ from her_rl import checkpoint
 from her_rl.agent import IterationResult
 from her_rl.envs import make_vec
 from her_rl.errors import NonFiniteError
-from her_rl.evaluation import eval_seed, evaluate
+from her_rl.evaluation import eval_seed, evaluate, success_rule_of
 from her_rl.guard import Guard, failure_in_iteration
 from her_rl.logger import RunLogger, final_metrics, hparams_of
 from her_rl.plan import Plan
 from her_rl.progress import Progress, clear_line, job_label
 from her_rl.results import results_of
 from her_rl.run_state import RunState
+from her_rl.rl.success import SUCCESS_KEYS, SuccessRule
 from her_rl.signals import StopSignals
 
 
@@ -40,9 +42,11 @@ def eval_due(eval_cfg: dict[str, Any], iteration: int, step: int, steps_this_ite
 
 
 def is_solved(eval_cfg: dict[str, Any], goal_env: bool, result: dict[str, float]) -> bool:
-    if goal_env:
-        return result["success_rate"] >= eval_cfg["success_threshold"]
+    """A goal env (or any task with a success rate and no return threshold) by ``success_threshold``,
+    else by ``return_threshold``; a task with neither is never solved."""
     threshold = eval_cfg["return_threshold"]
+    if "success_rate" in result and (goal_env or threshold is None):
+        return result["success_rate"] >= eval_cfg["success_threshold"]
     return threshold is not None and result["return"] >= threshold
 
 
@@ -54,6 +58,8 @@ def log_iteration(logger: RunLogger, result: IterationResult, step: int, sps: fl
         charts["charts/episodic_length"] = float(np.mean(result.episode_lengths))
     if result.episode_successes:
         charts["charts/success_rate"] = float(np.mean(result.episode_successes))
+    if result.episode_any_successes:
+        charts["charts/any_success_rate"] = float(np.mean(result.episode_any_successes))
     logger.scalars(charts, step)
     return charts
 
@@ -61,6 +67,34 @@ def log_iteration(logger: RunLogger, result: IterationResult, step: int, sps: fl
 def warn(message: str) -> None:
     clear_line()  # a warning starts on a clean line, not after the progress bar
     print(f"her-run: warning: {message}", file=sys.stderr, flush=True)
+
+
+def success_source(envs: Any, rule: SuccessRule, env_cfg: dict[str, Any], goal_env: bool) -> bool:
+    """Whether success can be told in ``envs`` (one reset and one random step show what the step
+    info carries); a goal env judged by compute_reward, or not at all, gets one warning line."""
+    envs.reset(seed=0)
+    space = copy.deepcopy(envs.action_space)
+    space.seed(0)
+    _, _, _, _, info = envs.step(space.sample())
+    keys = (rule.key,) if rule.key else SUCCESS_KEYS
+    if any(key in info for key in keys):
+        return True
+    name = env_cfg.get("id")
+    if rule.key:
+        shown = ", ".join(sorted(k for k in info if not k.startswith("_"))) or "none"
+        warn(f"env {name}: env.success_key={rule.key!r} is not in its step info (its keys: {shown})"
+             + ("; success is read from compute_reward at each episode's last step" if rule.goal_reward is not None
+                else "; no success rate is reported"))
+    elif goal_env and rule.goal_reward is not None:
+        warn(f"env {name} reports neither info['is_success'] nor info['success']: success is read from "
+             f"compute_reward at each episode's last step (env.success_key names another key)")
+    elif goal_env:
+        warn(f"env {name} reports no success in its info and its compute_reward has no single value at the "
+             f"goal: no success rate is reported, runs are judged by return (env.success_key names the key)")
+        return False
+    else:
+        return False
+    return rule.goal_reward is not None
 
 
 class Trainer:
@@ -77,9 +111,11 @@ class Trainer:
         self.goal_env = plan.spaces.goal_env
         self._reconsider_solved()
         self.first_iteration = state.iteration  # > 0 on resume: a finished run resumed logs nothing twice
-        self.score = "success_rate" if self.goal_env else "return"  # what the progress line shows
         self.budget, self.wall_budget = int(config["budget"]["env_steps"]), config["budget"]["wall_time_s"]
         self.eval_envs = make_vec(config["env"], int(config["eval"]["episodes"]), seed=int(config["seed"]))
+        self.success = success_rule_of(agent, config["env"])
+        told = success_source(self.eval_envs, self.success, config["env"], self.goal_env)
+        self.score = "success_rate" if told else "return"  # what the progress line shows
         guard_cfg = config.get("guard") or {}
         self.guard = Guard(agent, keep_last_good=guard_cfg.get("nonfinite", "stop") == "skip")
         self.max_skips, self.skips_in_row = int(guard_cfg.get("max_skips", 10)), 0
@@ -128,7 +164,7 @@ class Trainer:
             if self.wall_budget is not None and time.perf_counter() - self.start >= self.wall_budget:
                 break
             try:
-                result = self.agent.train_iteration()
+                result = self.agent.train_iteration(max_env_steps=self.budget - s.env_steps)
             except (ValueError, RuntimeError) as exc:  # torch refusing a non-finite value mid-iteration
                 bad = failure_in_iteration(exc)
                 if bad is None:
@@ -143,7 +179,8 @@ class Trainer:
             if not self._finite(result):
                 continue
             charts = log_iteration(self.logger, result, s.env_steps, s.env_steps / max(s.wall_time_s, 1e-9))
-            shown = {"train": charts.get("charts/success_rate" if self.goal_env else "charts/episodic_return")}
+            shown = {"train": charts.get("charts/success_rate" if self.score == "success_rate"
+                                         else "charts/episodic_return")}
             if eval_due(self.config["eval"], s.iteration, s.env_steps, result.env_steps):
                 shown["eval"] = self.evaluate()
             s.wall_time_s = time.perf_counter() - self.start
@@ -160,7 +197,7 @@ class Trainer:
             self.evaluate(may_stop=False)
         s.wall_time_s = time.perf_counter() - self.start
         if s.eval is not None:
-            self.progress.update(s.env_steps, s.wall_time_s, eval=s.eval[self.score])
+            self.progress.update(s.env_steps, s.wall_time_s, eval=s.eval.get(self.score))
         ended = ("stopped" if self.signals.received else "solved" if s.solved
                  else "done" if s.env_steps >= self.budget else "time up")
         if not self.signals.received and s.iteration > self.first_iteration:
@@ -171,13 +208,13 @@ class Trainer:
         """Evaluate greedily now, log it, keep it as the last evaluation and note when the run first
         solves (which ends the loop with ``eval.stop_when_solved`` if ``may_stop``); returns its score."""
         s, eval_cfg = self.state, self.config["eval"]
-        s.eval = evaluate(self.agent, self.eval_envs, eval_seed(int(self.config["seed"]), s.iteration))
+        s.eval = evaluate(self.agent, self.eval_envs, eval_seed(int(self.config["seed"]), s.iteration), self.success)
         self.evaluated_at = s.iteration
         self.logger.scalars({f"eval/{k}": v for k, v in s.eval.items()}, s.env_steps)
         if s.solved_at_env_steps is None and is_solved(eval_cfg, self.goal_env, s.eval):
             s.solved_at_env_steps = s.env_steps
             s.solved = may_stop and bool(eval_cfg["stop_when_solved"])
-        return s.eval[self.score]
+        return s.eval.get(self.score)
 
     def _finite(self, result: IterationResult) -> bool:
         """Whether the iteration's metrics and networks are finite; if not, stop the run or (with

@@ -157,4 +157,4 @@ def test_an_explicit_tuned_file_replaces_the_automatic_one():
     off = compose(["n=20", "~tuned"]).algo
     assert (auto.network, auto.lr, auto.updates_per_step) == ("mlp", 0.003, 0.2)  # the tuned file's n <= 30 row
     assert (small.lr, small.updates_per_step, small.episodes_per_cycle) == (0.002, 0.25, 4)
-    assert (off.updates_per_step, off.episodes_per_cycle) == (None, 16)  # the paper's cycle
+    assert (off.updates_per_step, off.episodes_per_cycle) == (None, None)  # the paper's cycle: 16 episodes up to 50 steps

@@ -64,7 +64,9 @@ def test_the_trainer_keeps_the_run_state_it_saves(tmp_path):
     finally:
         plan.release()
     state = trainer.state
-    assert state.env_steps >= 300 and state.iteration > 4 and state.episodes == 4 * state.iteration
+    # the budget within one lock-step of the 4 copies; the episodes cut at the budget are not counted
+    assert 300 <= state.env_steps < 300 + 4 and state.iteration > 4
+    assert 4 * (state.iteration - 1) <= state.episodes <= 4 * state.iteration
     assert trainer.saved_at == state.env_steps and trainer.evaluated_at == state.iteration  # the final evaluation
     saved = checkpoint.load(plan.checkpoint)
     assert saved["runner"] == state.to_dict() and RunState.restore(saved["runner"]) == state

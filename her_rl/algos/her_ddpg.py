@@ -31,7 +31,7 @@ import torch.nn as nn
 from her_rl.algos.hindsight import HindsightLearner
 from her_rl.rl.nets import Critic, mlp
 from her_rl.rl.noise import GaussianNoise, OUNoise
-from her_rl.rl.updates import clip_to_return_range, frozen
+from her_rl.rl.updates import frozen
 from her_rl.rules import NON_NEGATIVE, POSITIVE, UNIT, Rule, choice
 
 NOISES = ("gaussian", "ou")
@@ -113,7 +113,7 @@ class HerDDPG(HindsightLearner):
 
     def build_actor(self) -> None:
         """The actor, its target copy and optimiser, and the exploration around it (HER-TD3's too)."""
-        self.exploration = Exploration(self.noise, (self.episodes_per_cycle, self.act_dim), self.noise_eps,
+        self.exploration = Exploration(self.noise, (self.cycle_episodes, self.act_dim), self.noise_eps,
                                        self.seed + 1)
         self.dims = (self.inputs.dim, self.act_dim, self.hidden)
         self.actor = deterministic_actor(*self.dims).to(self.device)
@@ -125,17 +125,16 @@ class HerDDPG(HindsightLearner):
         a = self.actor(x).cpu().numpy().reshape(-1, self.act_dim)
         return (self.exploration(a, self.rng, self.noise_eps, self.random_eps) if explore else a).astype(np.float32)
 
-    def collect(self) -> dict[str, np.ndarray]:
+    def collect(self, max_env_steps: int | None = None) -> dict[str, np.ndarray]:
         self.exploration.reset()
-        return super().collect()
+        return super().collect(max_env_steps)
 
     def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
         """One critic and one actor step on a batch of tensors (see :meth:`tensors`)."""
         with torch.no_grad(), self.autocast():
             q_next = self.critic_target(t["x_next"], self.actor_target(t["x_next"])).float()
         target = t["reward"] + t["discount"] * t["not_done"] * q_next
-        if self.clip_target:
-            target = clip_to_return_range(target, self.gamma)
+        target = self.bounded(target)
         critic_loss, q = self.critic_step((self.critic,), self.critic_optimizer, t, target)
         with frozen(self.critic):
             with self.autocast():

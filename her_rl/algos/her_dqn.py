@@ -37,7 +37,6 @@ import torch.nn.functional as F
 from her_rl.algos.hindsight import HindsightLearner
 from her_rl.errors import ConfigError
 from her_rl.rl.nets import ElementwiseQ, mlp
-from her_rl.rl.updates import clip_to_return_range
 from her_rl.rules import BOOL, POSITIVE, UNIT, Rule, choice
 
 NETWORKS = ("mlp", "elementwise")
@@ -104,8 +103,7 @@ class HerDQN(HindsightLearner):
                     q_next = q_next_target.max(1).values
             q = self.q(t["x"]).float().gather(1, t["action"].unsqueeze(1)).squeeze(1)
         target = t["reward"] + t["discount"] * t["not_done"] * q_next
-        if self.clip_target:  # goal-env rewards lie in [-1, 0], so returns lie in [-1/(1-gamma), 0]
-            target = clip_to_return_range(target, self.gamma)
+        target = self.bounded(target)
         loss = F.smooth_l1_loss(q, target)
         self.step(self.optimizer, loss)
         return {"losses/td_loss": loss.item(), "losses/q_values": q.mean().item()}

@@ -30,7 +30,7 @@ import torch
 from her_rl.algos.her_sac import HerSAC
 from her_rl.errors import ConfigError
 from her_rl.rl.nets import EnsembleCritic
-from her_rl.rl.updates import clip_to_return_range, frozen
+from her_rl.rl.updates import frozen
 from her_rl.rules import BOOL, Rule, integer
 
 
@@ -73,8 +73,7 @@ class HerREDQ(HerSAC):
         with self.autocast():
             a_next, logp_next = self.actor(t["x_next"]).sample_with_log_prob(self.generator)
             q_next = self.critics_target(t["x_next"], a_next, members=subset).float().min(0).values
-        if self.clip_target:  # bound the bootstrap, not the entropy bonus: Q of a -1/0 reward lies in [-1/(1-gamma), 0]
-            q_next = clip_to_return_range(q_next, self.gamma)
+        q_next = self.bounded(q_next)  # the bootstrap, not the entropy bonus, lies in the env's return range
         return t["reward"] + t["discount"] * t["not_done"] * (q_next - self.log_alpha.exp() * logp_next)
 
     def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:

@@ -31,7 +31,7 @@ import torch.nn as nn
 from her_rl.algos.hindsight import HindsightLearner
 from her_rl.rl.actions import ContinuousAction, NormalPolicyHead
 from her_rl.rl.nets import Critic, mlp
-from her_rl.rl.updates import clip_to_return_range, frozen
+from her_rl.rl.updates import frozen
 from her_rl.rules import BOOL, POSITIVE, Rule, optional, real
 
 
@@ -110,7 +110,7 @@ class HerSAC(HindsightLearner):
             a_next, logp_next = self.actor(t["x_next"]).sample_with_log_prob(self.generator)
             q_next = torch.min(self.q1_target(t["x_next"], a_next), self.q2_target(t["x_next"], a_next)).float()
         target = t["reward"] + t["discount"] * t["not_done"] * (q_next - self.log_alpha.exp() * logp_next)
-        return clip_to_return_range(target, self.gamma) if self.clip_target else target
+        return self.bounded(target)
 
     def temperature_loss(self, logp: torch.Tensor) -> torch.Tensor:
         """-mean log_alpha (log pi + target entropy): its gradient raises alpha when entropy < target."""

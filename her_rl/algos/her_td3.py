@@ -25,7 +25,7 @@ import torch
 
 from her_rl.algos.her_ddpg import HerDDPG, policy_loss
 from her_rl.rl.nets import Critic
-from her_rl.rl.updates import clip_to_return_range, frozen
+from her_rl.rl.updates import frozen
 from her_rl.rules import NON_NEGATIVE, Rule, integer
 
 
@@ -63,7 +63,7 @@ class HerTD3(HerDDPG):
         with self.autocast():
             q_next = torch.min(self.q1_target(t["x_next"], a_next), self.q2_target(t["x_next"], a_next)).float()
         y = t["reward"] + t["discount"] * t["not_done"] * q_next
-        return clip_to_return_range(y, self.gamma) if self.clip_target else y
+        return self.bounded(y)
 
     def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
         """One step of both critics; on every ``policy_delay``-th update (counted by ``updates``) an actor step."""

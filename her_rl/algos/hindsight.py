@@ -54,7 +54,7 @@ class HindsightLearner:
     STATE: ClassVar[tuple[str, ...]] = ()
     RULES: ClassVar[dict[str, Rule]] = {  # what each key below may be; a learner adds its own keys' rules
         "strategy": choice(*STRATEGIES), "k": integer(0), "random_mix": UNIT, "hidden": HIDDEN,
-        "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT, "episodes_per_cycle": integer(1, MAX_ENVS),
+        "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT, "episodes_per_cycle": optional(integer(1, MAX_ENVS)),
         "updates_per_cycle": COUNT, "updates_per_step": optional(POSITIVE), "n_step": integer(1, 1000), "polyak": UNIT,
         "clip_target": BOOL, "grad_clip": GRAD_NORM, "normalize": choice("auto", True, False), "norm_clip": POSITIVE,
         "precision": choice(*PRECISIONS),
@@ -79,14 +79,14 @@ class HindsightLearner:
     """Transitions per gradient step."""
     buffer_size: int = 1_000_000
     """Replay capacity in transitions."""
-    episodes_per_cycle: int = 16
-    """Episodes per cycle, played in parallel in one batched env (the HER paper's 8 workers x 2 episodes); 2 was
-    slower in wall time on push."""
+    episodes_per_cycle: int | None = None
+    """Episodes per cycle, played in parallel in one batched env; null: from the episode length, the HER paper's
+    16 episodes (8 workers x 2) up to 50 steps, else as many as make about 800 env steps (a 300-step env: 3)."""
     updates_per_cycle: int = 40
-    """Gradient steps per cycle."""
+    """Gradient steps per cycle of up to 16 x 50 env steps; a cycle of longer episodes gets as many per 800 env
+    steps it collected, so a 300-step env has the update-to-data ratio of a 50-step one."""
     updates_per_step: float | None = None
-    """When set, gradient steps per env step collected (SB3's SAC does 1.0), so the update rate stays put when
-    the episode length changes; replaces updates_per_cycle."""
+    """When set, gradient steps per env step collected (SB3's SAC does 1.0); replaces updates_per_cycle."""
     n_step: int = 1
     """N-step returns under the relabelled goal: rewards recomputed with compute_reward for up to n steps, cut at
     the episode's end or its first terminal step; the target is that return plus gamma^steps times the bootstrap
@@ -119,6 +119,7 @@ class HindsightLearner:
         self.check_config(self.hyperparameters())
         self.device = torch.device(self.device)
         self.envs, self.spec = cycle_envs(self.env, self.episodes_per_cycle, self.seed, self.NAME, self.inference)
+        self.cycle_episodes = cycle_episodes(self.episodes_per_cycle, self.spec.horizon)
         self.action_space = action_space_for(self.spec, self.env, self.NAME, self.CONTINUOUS)
         self.act_dim = int(np.prod(self.action_space.shape)) if self.CONTINUOUS else None
         self.horizon = self.spec.horizon
@@ -163,10 +164,11 @@ class HindsightLearner:
             return a
         return to_env_actions(a, self.action_space).reshape(len(a), *self.action_space.shape)
 
-    def collect(self) -> dict[str, np.ndarray]:
-        """Play one batch of lock-step episodes with exploration (see ``collect_episodes``)."""
+    def collect(self, max_env_steps: int | None = None) -> dict[str, np.ndarray]:
+        """Play one batch of lock-step episodes with exploration (see ``collect_episodes``), cut
+        at the lock-step that reaches ``max_env_steps``."""
         return collect_episodes(self.envs, self.spec, lambda obs, goal: self.act(obs, goal, explore=True),
-                                seed=int(self.rng.integers(2**31)))
+                                seed=int(self.rng.integers(2**31)), max_env_steps=max_env_steps)
 
     def remember(self, episodes: dict[str, np.ndarray]) -> None:
         """Store a batch of episodes (see ``HindsightMemory.remember`` for the keys)."""
@@ -187,16 +189,23 @@ class HindsightLearner:
         self.updates += 1
         return metrics
 
-    def train_iteration(self) -> IterationResult:
-        """One HER cycle: a batch of episodes, its updates, a Polyak step of the targets."""
-        episodes = self.collect()
+    def train_iteration(self, max_env_steps: int | None = None) -> IterationResult:
+        """One HER cycle: a batch of episodes (cut where ``max_env_steps``, the budget left, is
+        reached), its updates, a Polyak step of the targets."""
+        episodes = self.collect(max_env_steps)
         self.remember(episodes)
         self.inputs.update(episodes)
         steps = int(episodes["length"].sum())
-        losses = [self.learn() for _ in range(updates_for_cycle(self.updates_per_cycle, self.updates_per_step, steps))]
+        n_updates = updates_for_cycle(self.updates_per_cycle, self.updates_per_step, steps, self.horizon)
+        losses = [self.learn() for _ in range(n_updates)]
         for net, target in self.TARGETS.items():
             polyak_update(getattr(self, net), getattr(self, target), self.polyak)
         return cycle_result(episodes, losses, self.cycle_metrics())
+
+    def bounded(self, target: torch.Tensor) -> torch.Tensor:
+        """``target`` clamped to the returns the env's reward range allows (``clip_target``; the range
+        probed through compute_reward or declared as env.reward_range; unknown: no clamp)."""
+        return clip_to_return_range(target, self.gamma, self.spec.reward_bounds) if self.clip_target else target
 
     def critic_step(self, critics: Sequence[torch.nn.Module], optimizer: torch.optim.Optimizer,
                     t: dict[str, torch.Tensor], y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -262,30 +271,51 @@ def _restore(obj: Any, state: Any) -> None:
         obj.load_state_dict(state)
 
 
-def cycle_envs(env_cfg: dict[str, Any], num_envs: int, seed: int, algo: str,
+PAPER_HORIZON, PAPER_EPISODES = 50, 16  # the HER paper's cycle: 16 episodes of 50 steps, 40 updates
+
+
+def cycle_episodes(episodes_per_cycle: int | None, horizon: int) -> int:
+    """Episodes per cycle: as given, else 16 up to 50-step episodes and about 800 env steps' worth beyond."""
+    if episodes_per_cycle:
+        return int(episodes_per_cycle)
+    if horizon <= PAPER_HORIZON:
+        return PAPER_EPISODES
+    return max(1, round(PAPER_EPISODES * PAPER_HORIZON / horizon))
+
+
+def cycle_envs(env_cfg: dict[str, Any], num_envs: int | None, seed: int, algo: str,
                inference: bool = False) -> tuple[gym.vector.VectorEnv | None, GoalEnvSpec]:
-    """The vector env a learner collects its cycles in, and what it needs to know of it.
+    """The vector env a learner collects its cycles in (``num_envs`` copies; None: as many as
+    :func:`cycle_episodes` gives for the env's horizon), and what it needs to know of it.
     ``inference``: one copy is built only to read the spec, then closed (no envs are returned)."""
     from her_rl.envs import make_vec  # here, not at the top: her_rl.envs is heavier than these helpers
 
-    if inference:
+    if inference or num_envs is None:
         probe = make_vec(env_cfg, 1, seed=seed)
         try:
-            return None, goal_env_spec(probe, env_cfg, algo)
+            spec = goal_env_spec(probe, env_cfg, algo)
         finally:
             probe.close()
+        if inference:
+            return None, spec
+        num_envs = cycle_episodes(None, spec.horizon)
     envs = make_vec(env_cfg, num_envs, seed=seed)
     if hasattr(envs, "autoreset"):
         envs.autoreset = False  # lock-step episodes; steps after an episode ends are masked
     return envs, goal_env_spec(envs, env_cfg, algo)
 
 
-def updates_for_cycle(updates_per_cycle: int, updates_per_step: float | None, cycle_steps: int) -> int:
+def updates_for_cycle(updates_per_cycle: int, updates_per_step: float | None, cycle_steps: int,
+                      horizon: int = PAPER_HORIZON) -> int:
     """Gradient steps per cycle: ``updates_per_step`` (a ratio to env steps, kept as the cycle's size
-    changes with the task, e.g. bit-flip's horizon n) wins over the fixed ``updates_per_cycle``."""
-    if updates_per_step is None:
+    changes with the task, e.g. bit-flip's horizon n) wins over ``updates_per_cycle``, which is fixed
+    for episodes of up to 50 steps and counted per 800 env steps collected beyond (a cycle cut at
+    the budget: in proportion to its steps)."""
+    if updates_per_step is not None:
+        return max(1, round(updates_per_step * cycle_steps))
+    if horizon <= PAPER_HORIZON:
         return int(updates_per_cycle)
-    return max(1, round(updates_per_step * cycle_steps))
+    return max(1, round(updates_per_cycle * cycle_steps / (PAPER_EPISODES * PAPER_HORIZON)))
 
 
 def cycle_result(episodes: dict[str, np.ndarray], losses: list[dict[str, float]],
@@ -295,11 +325,14 @@ def cycle_result(episodes: dict[str, np.ndarray], losses: list[dict[str, float]]
     keys = dict.fromkeys(key for m in losses for key in m)
     metrics = {key: float(np.mean([m[key] for m in losses if key in m])) for key in keys}
     metrics.update(extra or {})
-    lengths = episodes["length"]
+    lengths, ended = episodes["length"], episodes.get("ended", np.ones(len(episodes["length"]), dtype=bool))
+    told = episodes.get("success_told", True)  # episodes cut at the budget are not reported
     return IterationResult(
         env_steps=int(lengths.sum()),
         metrics=metrics,
-        episode_returns=episodes["returns"].tolist(),
-        episode_lengths=lengths.tolist(),
-        episode_successes=episodes["success"].astype(float).tolist(),
+        episode_returns=episodes["returns"][ended].tolist(),
+        episode_lengths=lengths[ended].tolist(),
+        episode_successes=episodes["success"][ended].astype(float).tolist() if told else [],
+        episode_any_successes=episodes["any_success"][ended].astype(float).tolist()
+        if told and "any_success" in episodes else [],
     )

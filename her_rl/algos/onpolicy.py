@@ -34,6 +34,7 @@ from her_rl.agent import IterationResult
 from her_rl.algos.rollout import ObsProcessor, Policy, Rollout, RolloutCollector, check_spaces
 from her_rl.envs import make_vec
 from her_rl.registry import RUNTIME_ARGS
+from her_rl.rl.success import SuccessRule
 from her_rl.rl.losses import EntropyLoss
 from her_rl.rl.nets import mlp
 from her_rl.rules import (ACTIVATION, BOOL, GRAD_NORM, HIDDEN, MAX_ENVS, NON_NEGATIVE, POSITIVE, Rule, check_values,
@@ -100,6 +101,8 @@ class OnPolicyLearner:
         self.gen = torch.Generator(device=self.device).manual_seed(int(self.seed))
         self.collector = None if self.inference else RolloutCollector(
             self.envs, self.obs_proc, self.policy, self.seed, self.device)
+        if self.collector is not None:
+            self.collector.success = SuccessRule(self.env.get("success_key"))
         self.global_step = 0
         self.iteration = 0
         self.build()
@@ -116,7 +119,9 @@ class OnPolicyLearner:
         """Optimisers and anything else the learner trains (the networks exist by now)."""
         raise NotImplementedError
 
-    def train_iteration(self) -> IterationResult:
+    def train_iteration(self, max_env_steps: int | None = None) -> IterationResult:
+        """One rollout and its updates; a rollout is kept whole (``max_env_steps`` does not cut it),
+        so a budget is met within one rollout."""
         raise NotImplementedError
 
     # -- acting and learning -------------------------------------------------------------------

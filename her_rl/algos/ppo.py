@@ -89,7 +89,7 @@ class PPOLearner(OnPolicyLearner):
             return 1.0
         return max(0.0, 1.0 - self.global_step / float(self.anneal_steps))
 
-    def train_iteration(self) -> IterationResult:
+    def train_iteration(self, max_env_steps: int | None = None) -> IterationResult:
         frac = self._schedule()
         lr = self.lr * frac if self.lr_anneal else self.lr
         clip = self.clip_eps * frac if self.clip_anneal else self.clip_eps

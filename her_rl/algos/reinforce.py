@@ -65,7 +65,7 @@ class Reinforce(OnPolicyLearner):
             self.vf_optimizer = torch.optim.Adam(self.critic.parameters(), lr=self.vf_lr)
         self.pg_loss = PGLoss()
 
-    def train_iteration(self) -> IterationResult:
+    def train_iteration(self, max_env_steps: int | None = None) -> IterationResult:
         ro = self.collector.collect(self.sample, self.critic, one_episode_each=True, max_steps=self.max_episode_steps,
                                     reset_seed=iteration_seed(self.seed, self.iteration))
         term, dones = ro.gae_flags()

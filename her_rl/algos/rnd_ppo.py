@@ -153,7 +153,7 @@ class RNDPPO(PPOLearner):
                 losses.append(loss.item())
         return {"losses/predictor_loss": sum(losses) / max(len(losses), 1)}
 
-    def train_iteration(self) -> IterationResult:
+    def train_iteration(self, max_env_steps: int | None = None) -> IterationResult:
         result = super().train_iteration()
         result.env_steps += self._pending_steps  # the random-policy steps taken at construction
         self.global_step += self._pending_steps

@@ -42,6 +42,7 @@ from her_rl.errors import ConfigError
 from her_rl.rl.actions import ContinuousAction, DiscreteAction
 from her_rl.rl.nets import mlp
 from her_rl.rl.normalize import RunningMeanStd
+from her_rl.rl.success import SuccessRule
 
 
 def check_spaces(algo: str, obs_space: spaces.Space, act_space: spaces.Space) -> None:
@@ -218,6 +219,7 @@ class RolloutCollector:
         self.envs, self.obs_proc, self.policy, self.device = envs, obs_proc, policy, torch.device(device)
         self.num_envs = envs.num_envs
         self.seed = seed
+        self.success = SuccessRule()  # an info key of SUCCESS_KEYS at the episode's last step (set by the learner)
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:
@@ -274,11 +276,12 @@ class RolloutCollector:
             done = term | trunc
             self._ep_ret += rew
             self._ep_len += valid
+            success = self.success.at_step(infos, next_obs) if done.any() else None
             for i in np.flatnonzero(done):
                 rets.append(float(self._ep_ret[i]))
                 lens.append(int(self._ep_len[i]))
-                if "is_success" in infos:
-                    succ.append(float(np.asarray(infos["is_success"])[i]))
+                if success is not None:
+                    succ.append(float(success[i]))
             self._ep_ret[done], self._ep_len[done] = 0.0, 0
             buf["obs"].append(obs_t)
             buf["raw"].append(self._tensor(self._obs))

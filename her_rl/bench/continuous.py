@@ -48,7 +48,9 @@ def ours_cycle_steps(job: dict[str, Any]) -> int:
     """Env steps of one training iteration of ours (a cycle of lock-step episodes)."""
     from her_rl.runner import compose
 
-    return int(compose(ours_base(job)).algo.episodes_per_cycle) * HORIZON
+    from her_rl.algos.hindsight import cycle_episodes
+
+    return cycle_episodes(compose(ours_base(job)).algo.episodes_per_cycle, HORIZON) * HORIZON
 
 
 def run_ours(job: dict[str, Any]) -> list[tuple[int, float, float]]:

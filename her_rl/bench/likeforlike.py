@@ -57,7 +57,9 @@ def ours_algo(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def cycle_steps(job: dict[str, Any]) -> int:
-    return int(ours_algo(job)["episodes_per_cycle"]) * HORIZON
+    from her_rl.algos.hindsight import cycle_episodes
+
+    return cycle_episodes(ours_algo(job)["episodes_per_cycle"], HORIZON) * HORIZON
 
 
 def peer_settings(job: dict[str, Any]) -> dict[str, Any]:

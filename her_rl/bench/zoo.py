@@ -76,10 +76,10 @@ def missing(kind: str = "twin", env_id: str = "") -> str | None:
 
 def cycle_updates(algo: Mapping[str, Any], horizon: int) -> int:
     """Our gradient steps per cycle (``updates_per_step`` wins, as in her_rl.algos.hindsight)."""
-    from her_rl.algos.hindsight import updates_for_cycle
+    from her_rl.algos.hindsight import cycle_episodes, updates_for_cycle
 
-    steps = int(algo["episodes_per_cycle"]) * horizon
-    return updates_for_cycle(int(algo["updates_per_cycle"]), algo.get("updates_per_step"), steps)
+    steps = cycle_episodes(algo.get("episodes_per_cycle"), horizon) * horizon
+    return updates_for_cycle(int(algo["updates_per_cycle"]), algo.get("updates_per_step"), steps, horizon)
 
 
 def twin_settings(algo: Mapping[str, Any], horizon: int) -> dict[str, Any]:
@@ -93,12 +93,15 @@ def twin_settings(algo: Mapping[str, Any], horizon: int) -> dict[str, Any]:
         raise ValueError(f"{name}: SB3 takes one learning rate; ours has {sorted(lrs)}")
     if algo["strategy"] not in STRATEGIES or float(algo.get("random_mix") or 0) or int(algo.get("n_step", 1)) != 1:
         raise ValueError(f"{name}: SB3's HerReplayBuffer has strategies {STRATEGIES}, no random_mix and no n_step")
+    from her_rl.algos.hindsight import cycle_episodes
+
     updates, polyak = cycle_updates(algo, horizon), float(algo["polyak"])
+    episodes = cycle_episodes(algo.get("episodes_per_cycle"), horizon)
     s = {"algo": TWINS[name], "net_arch": list(algo["hidden"]), "batch_size": int(algo["batch_size"]),
          "gamma": float(algo["gamma"]), "learning_rate": lrs.pop(), "buffer_size": int(algo["buffer_size"]),
          "n_sampled_goal": int(algo["k"]), "strategy": str(algo["strategy"]), "learning_starts": 0,
-         "train_freq_episodes": int(algo["episodes_per_cycle"]), "gradient_steps": updates,
-         "updates_per_env_step": updates / (int(algo["episodes_per_cycle"]) * horizon),
+         "train_freq_episodes": episodes, "gradient_steps": updates,
+         "updates_per_env_step": updates / (episodes * horizon),
          "normalize": algo["normalize"] is not False, "norm_clip": float(algo["norm_clip"]),
          "target_decay_per_cycle": polyak}
     if name == "her_sac":  # one target step per train() call: exactly ours

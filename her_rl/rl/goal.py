@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -25,6 +26,7 @@ from gymnasium import spaces
 from her_rl.errors import ConfigError
 from her_rl.rl.her import HindsightMemory
 from her_rl.rl.normalize import RunningMeanStd
+from her_rl.rl.success import EpisodeSuccess, SuccessRule, reward_probe
 
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 
@@ -42,6 +44,11 @@ class GoalEnvSpec:
     compute_reward: Callable
     compute_terminated: Callable | None
     """The env's rule for ending an episode at a goal; None: it never ends early (Fetch, push)."""
+    reward_bounds: tuple[float, float] | None = None
+    """The range of compute_reward (-1/0 for Fetch and bit-flip, 0/1 for the mazes), probed or declared
+    (env.reward_range); None: not known (a dense reward), so TD targets are not bounded."""
+    success: SuccessRule = SuccessRule()
+    """How an episode's success is read (info key, else compute_reward at the goal)."""
 
 
 def goal_carrier(envs: gym.vector.VectorEnv) -> Any:
@@ -83,12 +90,27 @@ def goal_env_spec(envs: gym.vector.VectorEnv, env_cfg: dict[str, Any], algo: str
                           f"(set env.kwargs.max_episode_steps)")
     obs, goal = space["observation"], space["desired_goal"]
     binary = isinstance(obs, spaces.MultiBinary) and isinstance(goal, spaces.MultiBinary)
+    probe = probe_rewards(envs, env, goal, env_cfg)
     return GoalEnvSpec(
         obs_shape=tuple(obs.shape), goal_shape=tuple(goal.shape),
         obs_dtype=np.dtype(np.int8 if binary else np.float32), goal_dtype=np.dtype(np.int8 if binary else np.float32),
         binary=binary, action_space=envs.single_action_space, horizon=horizon,
         compute_reward=env.compute_reward, compute_terminated=getattr(env, "compute_terminated", None),
+        reward_bounds=probe.bounds,
+        success=SuccessRule(env_cfg.get("success_key"), probe.goal_reward, env.compute_reward),
     )
+
+
+def probe_rewards(envs: gym.vector.VectorEnv, carrier: Any, goal_space: gym.Space, env_cfg: dict[str, Any]):
+    """What compute_reward gives at and away from the goal, from a reset of ``envs`` (every learner
+    reseeds its envs before collecting) and goals drawn from a copy of the goal space."""
+    obs, _ = envs.reset(seed=0)
+    space = copy.deepcopy(goal_space)
+    space.seed(0)
+    achieved = np.asarray(obs["achieved_goal"])
+    drawn = np.stack([space.sample() for _ in range(len(achieved))]).astype(achieved.dtype)
+    return reward_probe(carrier.compute_reward, achieved, np.asarray(obs["desired_goal"]), drawn,
+                        env_cfg.get("reward_range"))
 
 
 class GoalInputs:
@@ -145,13 +167,17 @@ class GoalInputs:
         self._refresh()
 
 
-def collect_episodes(envs: gym.vector.VectorEnv, spec: GoalEnvSpec, act: Callable, seed: int) -> dict[str, np.ndarray]:
+def collect_episodes(envs: gym.vector.VectorEnv, spec: GoalEnvSpec, act: Callable, seed: int,
+                     max_env_steps: int | None = None) -> dict[str, np.ndarray]:
     """Play one episode in every copy of ``envs``, all starting together (lock-step).
 
     ``act(obs_dict, goal)`` returns a batch of actions. A copy's episode ends at its first
     terminated or truncated step; later steps of that copy are played but not stored (``length``
-    marks them off). Returns HindsightMemory's episode layout plus ``success`` (``is_success`` of
-    each episode's last step) and ``returns`` (undiscounted).
+    marks them off). With ``max_env_steps`` (the budget left) the episodes still running are cut
+    after the lock-step that reaches it (stored as they are, truncated). Returns HindsightMemory's
+    episode layout plus ``ended`` (the episodes that ended, not cut), ``success`` and
+    ``any_success`` (see :mod:`her_rl.rl.success`; all False when success cannot be told) and
+    ``returns`` (undiscounted).
     """
     B, T = envs.num_envs, spec.horizon
     obs, _ = envs.reset(seed=seed)
@@ -161,23 +187,27 @@ def collect_episodes(envs: gym.vector.VectorEnv, spec: GoalEnvSpec, act: Callabl
     ep_obs[:, 0], ep_ag[:, 0] = obs["observation"], obs["achieved_goal"]
     goal = obs["desired_goal"].copy()
     length = np.full(B, T, dtype=np.int64)
-    success, returns = np.zeros(B, dtype=bool), np.zeros(B)
-    active = np.ones(B, dtype=bool)
+    returns, tracker = np.zeros(B), EpisodeSuccess(spec.success, B)
+    active, ended = np.ones(B, dtype=bool), np.zeros(B, dtype=bool)
+    steps = 0
     for t in range(T):
         action = act(obs, goal)
         obs, reward, terminated, truncated, info = envs.step(action)
         ep_act[:, t] = action
         ep_obs[:, t + 1], ep_ag[:, t + 1] = obs["observation"], obs["achieved_goal"]
         returns[active] += np.asarray(reward)[active]
-        if "is_success" in info:
-            success[active] = np.asarray(info["is_success"], dtype=bool)[active]
+        tracker.step(info, obs, active)
+        steps += int(active.sum())
         done_now = active & (np.asarray(terminated) | np.asarray(truncated))
-        length[done_now] = t + 1
-        active &= ~done_now
+        ended |= done_now
+        cut = active & ~done_now if max_env_steps is not None and steps >= max_env_steps else np.zeros(B, bool)
+        length[done_now | cut] = t + 1
+        active &= ~(done_now | cut)
         if not active.any():
             break
     return {"obs": ep_obs, "achieved_goal": ep_ag, "desired_goal": goal, "action": ep_act, "length": length,
-            "success": success, "returns": returns}
+            "ended": ended, "success": tracker.last, "any_success": tracker.any, "success_told": tracker.told,
+            "returns": returns}
 
 
 def hindsight_memory(spec: GoalEnvSpec, buffer_size: int, strategy: str, k: int, seed: int, n_step: int = 1,

@@ -35,9 +35,17 @@ def update_precision(precision: str, device: torch.device) -> torch.autocast:
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
 
 
-def clip_to_return_range(target: torch.Tensor, gamma: float) -> torch.Tensor:
-    """Goal-env rewards lie in [-1, 0], so discounted returns lie in [-1/(1-gamma), 0] (HER paper)."""
-    return target.clamp(-1.0 / (1.0 - gamma), 0.0) if gamma < 1.0 else target.clamp(max=0.0)
+def clip_to_return_range(target: torch.Tensor, gamma: float,
+                         reward_range: tuple[float, float] | None = (-1.0, 0.0)) -> torch.Tensor:
+    """Clamp to the range of discounted returns of rewards in ``reward_range`` (a -1/0 goal reward:
+    [-1/(1-gamma), 0], the HER paper's bound; 0/1: [0, 1/(1-gamma)]); None: an unknown range, no clamp."""
+    if reward_range is None:
+        return target
+    low, high = reward_range
+    horizon = 1.0 / (1.0 - gamma) if gamma < 1.0 else float("inf")  # undiscounted: only the sign is bounded
+    lowest = 0.0 if low >= 0 else low * horizon
+    highest = 0.0 if high <= 0 else high * horizon
+    return target.clamp(lowest, highest)
 
 
 __all__ = ["clip_to_return_range", "frozen", "polyak_update", "update_precision"]
