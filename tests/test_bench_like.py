@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pytest
 
+from her_rl.algos.hindsight import cycle_episodes
+
 from her_rl.bench import likeforlike as lfl
 from her_rl.bench import peers, zoo
 from her_rl.bench.stats import bootstrap_ci, interval, iqm
@@ -179,10 +181,11 @@ def test_built_twin_carries_our_values(algo):
     ours = lfl.ours_algo({"pair": algo, "algo": algo, "env": "push", "seed": 0})
     env_id, kwargs, _ = lfl.ENVS["push"]
     model = zoo.build(zoo.twin_settings(ours, lfl.HORIZON), env_id, kwargs, seed=0)
-    cycle = ours["episodes_per_cycle"] * lfl.HORIZON
+    episodes = cycle_episodes(ours["episodes_per_cycle"], lfl.HORIZON)  # null: 16 for 50-step episodes
+    cycle = episodes * lfl.HORIZON
     assert (model.batch_size, model.gamma, model.learning_rate, model.buffer_size) == (
         ours["batch_size"], ours["gamma"], ours["actor_lr"], ours["buffer_size"])
-    assert (model.train_freq.frequency, model.train_freq.unit.value) == (ours["episodes_per_cycle"], "episode")
+    assert (model.train_freq.frequency, model.train_freq.unit.value) == (episodes, "episode")
     assert model.gradient_steps == round(ours["updates_per_cycle"] * cycle / cycle)
     assert model.replay_buffer.n_sampled_goal == ours["k"]
     linear = [m.out_features for m in model.actor.modules() if m.__class__.__name__ == "Linear"]

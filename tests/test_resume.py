@@ -37,11 +37,11 @@ def crash_in_iteration(monkeypatch, n):
 
     original, calls = HerDQN.train_iteration, []
 
-    def crashing(self):
+    def crashing(self, *args, **kwargs):
         calls.append(1)
         if len(calls) == n:
             raise RuntimeError("simulated crash")
-        return original(self)
+        return original(self, *args, **kwargs)
 
     monkeypatch.setattr(HerDQN, "train_iteration", crashing)
 

@@ -22,11 +22,11 @@ def crash_in_iteration(monkeypatch, cls, n):
     """``cls``'s n-th training iteration (counted from now) raises, as a crash would."""
     original, calls = cls.train_iteration, []
 
-    def crashing(self):
+    def crashing(self, *args, **kwargs):
         calls.append(1)
         if len(calls) == n:
             raise RuntimeError("simulated crash")
-        return original(self)
+        return original(self, *args, **kwargs)
 
     monkeypatch.setattr(cls, "train_iteration", crashing)
 

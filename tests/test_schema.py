@@ -58,7 +58,7 @@ BAD = [
     (HER, "algo.hidden=[64,0]", "algo.hidden must be a non-empty list of positive integers"),
     (HER, "algo.hidden=64", "algo.hidden must be a non-empty list of positive integers"),
     (HER, "algo.updates_per_cycle=-3", "algo.updates_per_cycle must be an integer >= 1"),
-    (HER, "algo.episodes_per_cycle=0", "algo.episodes_per_cycle must be an integer in [1, 4096]"),
+    (HER, "algo.episodes_per_cycle=0", "algo.episodes_per_cycle must be null or an integer in [1, 4096]"),
     (HER, "algo.strategy=later", "algo.strategy must be one of future, final, episode, random, next, next_future, none"),
     (HER, "algo.batch_size=512 algo.buffer_size=100", "larger than algo.buffer_size"),
     (HER, "+algo.nope=1", "algo 'her_dqn' has no parameter(s) ['nope']; accepted:"),

@@ -1,10 +1,12 @@
 """The MuJoCo Fetch tasks of gymnasium-robotics, an optional extra: ``pip install -e ".[robotics]"``.
 
-``FetchReach-v4``, ``FetchPush-v4``, ``FetchSlide-v4`` and ``FetchPickAndPlace-v4`` are registered
-with gymnasium only when ``gymnasium_robotics`` is imported. :func:`ensure_registered` does that on
-demand for ``Fetch*`` ids (``her_rl.envs.make_vec`` and the config check's env probe call it), so
-runs on the other envs never import MuJoCo, and a missing or unsuitable extra is one ConfigError
-line that names the install command.
+``FetchReach-v4``, ``FetchPush-v4``, ``FetchSlide-v4`` and ``FetchPickAndPlace-v4`` (and the rest of
+gymnasium-robotics: mazes, Shadow hand) are registered with gymnasium only when
+``gymnasium_robotics`` is imported. :func:`ensure_registered` (her_rl/envs/families.py, one table
+of such families: gymnasium-robotics, panda-gym) does that on demand for their ids
+(``her_rl.envs.make_vec`` and the config check's env probe call it), so runs on the other envs never
+import MuJoCo, and a missing or unsuitable extra is one ConfigError line that names the install
+command.
 
 Fetch has no batched implementation: ``make_vec`` steps copies with gymnasium's SyncVectorEnv or
 AsyncVectorEnv (``env.vectorization``). The Fetch YAMLs pick ``sync``: on this 2-core machine it
@@ -23,53 +25,24 @@ reads the same values from addresses looked up once (same numbers, bit for bit).
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import io
 import sys
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from her_rl.errors import ConfigError
+from her_rl.envs.families import FAMILIES, ensure_registered, family_of  # noqa: F401  (ensure_registered: callers import it here)
 
-ROBOTICS_VERSIONS = "gymnasium-robotics 1.4.2, mujoco 3.3.7"
-INSTALL = f'pip install -e ".[robotics]" ({ROBOTICS_VERSIONS})'
+ROBOTICS = next(f for f in FAMILIES if f.extra == "robotics")
+ROBOTICS_VERSIONS = ROBOTICS.versions
+INSTALL = ROBOTICS.install
 VECTORIZATION = ("sync", "async")
 
 
 def needs_robotics(env_id: str) -> bool:
-    """Whether ``env_id`` is one of gymnasium-robotics' Fetch tasks (``FetchPush-v4``, ...)."""
-    return str(env_id).startswith("Fetch")
-
-
-def ensure_registered(env_id: str, name: str | None = None) -> None:
-    """Import gymnasium-robotics (which registers its ids) when ``env_id`` is a Fetch task.
-
-    Raises a one-line ConfigError naming the install command when gymnasium_robotics or mujoco
-    cannot be imported, or when mujoco is a 4.x release (its joint setup breaks gymnasium-robotics
-    1.4.x: an AssertionError in ``set_joint_qpos``). Other ids are left alone.
-    """
-    if not needs_robotics(env_id):
-        return
-    label = f"env '{name}'" if name else f"env.id '{env_id}'"
-    try:
-        import mujoco
-
-        version = str(getattr(mujoco, "__version__", "0"))
-        if not version.startswith("3."):  # checked before gymnasium_robotics is imported against it
-            raise ConfigError(f"{label} needs mujoco 3.x; mujoco {version} is installed: {INSTALL}")
-        # gymnasium_robotics prints a Farama notice about its Adroit envs on stderr when imported.
-        with contextlib.redirect_stderr(io.StringIO()):
-            import gymnasium_robotics
-    except ImportError as exc:
-        missing = getattr(exc, "name", None) or "gymnasium_robotics"
-        raise ConfigError(f"{label} needs the robotics extra ({missing} is not installed): {INSTALL}") from None
-    gym.register_envs(gymnasium_robotics)  # a no-op that marks the import as used (gymnasium 1.x)
-    if env_id not in gym.registry:
-        fetch = sorted(k for k in gym.registry if needs_robotics(k) and "Dense" not in k)
-        raise ConfigError(f"unknown Fetch env id '{env_id}'; gymnasium-robotics registers: {', '.join(fetch)}")
+    """Whether ``env_id`` is one of gymnasium-robotics' tasks (``FetchPush-v4``, ``PointMaze_UMaze-v3``, ...)."""
+    return family_of(env_id) is ROBOTICS
 
 
 class GoalVectorEnv(gym.vector.VectorWrapper):
