@@ -14,7 +14,7 @@ print("greedy evaluation:", her_rl.evaluate(policy, episodes=100))
 env = gym.make("her_rl/BitFlip-v0", n=8)  # any single env of the run's kind
 obs, info = env.reset(seed=0)
 for _ in range(8):
-    action, _ = policy.predict(obs)
+    action, _ = policy.predict(obs, deterministic=True)
     obs, reward, terminated, truncated, info = env.step(action)
     if terminated or truncated:
         break

@@ -2,12 +2,14 @@
 
 :func:`load` reads a run folder's ``checkpoint.pt`` (``torch.load(weights_only=True)``), rebuilds
 only what acting needs (the networks and input statistics; no training envs, no replay memory) and
-wraps it in a :class:`Policy`, whose :meth:`Policy.predict` takes observations exactly as a plain
-``gymnasium.make`` env returns them, one at a time or batched.
+wraps it in a :class:`Policy`, whose :meth:`Policy.predict` follows Stable-Baselines3's ``predict``
+protocol: observations exactly as a plain ``gymnasium.make`` env returns them, or batched as a
+vector env (gymnasium's or SB3's ``VecEnv``) returns them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ import numpy as np
 from gymnasium import spaces
 
 from her_rl import checkpoint
-from her_rl.errors import CheckpointError, ConfigError
+from her_rl.errors import CheckpointError, ConfigError, one_line
 from her_rl.rundir import CHECKPOINT
 
 
@@ -44,20 +46,53 @@ def make_env(env_cfg: dict[str, Any], render_mode: str | None = None, **kwargs: 
     return gym.make(registered_id(env_cfg["id"]), **options)
 
 
-def _batched(obs: Any, space: spaces.Space) -> bool:
-    """Whether ``obs`` is a batch of observations of ``space`` or a single one."""
-    if isinstance(space, spaces.Dict):
-        key = "observation" if "observation" in space.spaces else next(iter(space.spaces))
-        if not isinstance(obs, dict) or key not in obs:
-            raise ValueError(f"expected a dict observation with key '{key}' (the env's {space}), got {type(obs).__name__}")
-        return _batched(obs[key], space[key])
-    shape, got = tuple(space.shape or ()), np.shape(obs)
+def _array(obs: Any, space: spaces.Space, name: str) -> tuple[np.ndarray, int | None]:
+    """``obs`` as a numeric array of ``space`` and its batch size (None: one observation)."""
+    if isinstance(obs, Mapping):
+        raise ValueError(f"{name} is a dict with keys {list(obs)}, but the run's space is {space}")
+    try:
+        arr = np.asarray(obs)
+    except (ValueError, TypeError) as e:  # ragged lists, GPU tensors: numpy's message is a traceback away
+        raise ValueError(f"{name} is not an array of numbers ({one_line(e)})") from None
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"{name} has dtype {arr.dtype}, not numbers (the run's space is {space})")
+    shape, got = tuple(space.shape or ()), arr.shape
     if got == shape:
-        return False
-    if len(got) == len(shape) + 1 and got[1:] == shape:
-        return True
-    raise ValueError(f"observation of shape {got} fits neither one observation {shape} nor a batch of them "
-                     f"(the run's observation space is {space})")
+        size = None
+    elif len(got) == len(shape) + 1 and got[1:] == shape:
+        size = got[0]
+    else:
+        raise ValueError(f"{name} of shape {got} fits neither one observation {shape} nor a batch of them "
+                         f"(the run's space is {space})")
+    if size == 0:
+        raise ValueError(f"{name} is an empty batch (shape {got}): give at least one observation")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        raise ValueError(f"{name} holds NaN or inf (first at index {where})")
+    if isinstance(space, spaces.Discrete) and (arr.min() < space.start or arr.max() >= space.start + space.n):
+        raise ValueError(f"{name} holds values outside {space}")  # they would index past the one-hot table
+    return arr, size
+
+
+def _checked(obs: Any, space: spaces.Space, name: str = "observation") -> tuple[Any, int | None]:
+    """``obs`` checked against the run's ``space``: numpy arrays (a dict of them, with only the space's
+    keys, for a ``Dict`` space) and the batch size, None for one observation. Bad input is one
+    ``ValueError`` line naming what is wrong, before any network sees it."""
+    if not isinstance(space, spaces.Dict):
+        return _array(obs, space, name)
+    if not isinstance(obs, Mapping):
+        raise ValueError(f"{name} must be a dict with keys {list(space.spaces)}, got {type(obs).__name__}")
+    missing = [k for k in space.spaces if k not in obs]
+    if missing:
+        raise ValueError(f"{name} has no key {', '.join(map(repr, missing))} (it has {list(obs)}; "
+                         f"the run's observations have {list(space.spaces)})")
+    # Extra keys (a wrapper's) are dropped: the networks read only the space's own.
+    parts = {k: _checked(obs[k], sub, f"{name}[{k!r}]") for k, sub in space.spaces.items()}
+    sizes = {k: size for k, (_, size) in parts.items()}
+    if len(set(sizes.values())) > 1:
+        told = ", ".join(f"{k}: {'one observation' if n is None else n}" for k, n in sizes.items())
+        raise ValueError(f"{name} mixes batch sizes across keys ({told})")
+    return {k: arr for k, (arr, _) in parts.items()}, next(iter(sizes.values()))
 
 
 class Policy:
@@ -77,19 +112,29 @@ class Policy:
         finally:
             env.close()
 
-    def predict(self, observation: Any, deterministic: bool = True) -> tuple[np.ndarray, None]:
-        """Actions for one observation (as the single env returns it: a dict of arrays for goal envs,
-        an array otherwise) or for a batch (a leading batch dimension). Returns ``(action, None)``,
-        like Stable-Baselines3's ``predict``; ``deterministic=False`` explores as in training
-        (epsilon-greedy, noise or a sampled action)."""
-        batched = _batched(observation, self.observation_space)
-        if not batched:
-            if isinstance(observation, dict):
-                observation = {k: np.asarray(v)[None] for k, v in observation.items()}
-            else:
-                observation = np.asarray(observation)[None]
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
+                deterministic: bool = False) -> tuple[np.ndarray, Any]:
+        """Actions for one observation or a batch, with Stable-Baselines3's ``predict`` protocol, so SB3's
+        ``evaluate_policy`` and RL-Zoo-style loops take a ``Policy`` as it is.
+
+        ``observation`` is one observation as the single env returns it (a dict of arrays for goal
+        envs, an array otherwise) or a batch with a leading batch dimension, as a vector env returns
+        it (SB3's ``VecEnv``: a dict of ``(n_envs, ...)`` arrays, or an ``(n_envs, ...)`` array). One
+        observation gives one action, a batch a batch of them (Discrete: a 0-d int array, or ``(n,)``).
+
+        ``deterministic=False`` (SB3's default) acts as in training: epsilon-greedy for HER-DQN,
+        noise for HER-DDPG and HER-TD3, a sampled action for the others; ``deterministic=True`` is
+        greedy. The policies are memoryless: ``state`` is returned as passed and ``episode_start`` is
+        ignored. Bad input (a wrong shape, a missing key, an empty batch, NaN or inf, batch sizes that
+        differ across keys, non-numbers) is one ``ValueError`` line that names it.
+        """
+        observation, size = _checked(observation, self.observation_space)
+        if size is None:  # one observation: the agents act on batches only
+            observation = ({k: v[None] for k, v in observation.items()} if isinstance(observation, dict)
+                           else observation[None])
         action = self.agent.act(observation, explore=not deterministic)
-        return (action if batched else action[0]), None
+        # One observation: one action, a 0-d array for Discrete as SB3 gives.
+        return (action if size is not None else np.asarray(action[0])), state
 
     def make_env(self, render_mode: str | None = None, **kwargs: Any) -> gym.Env:
         """The run's single gymnasium env (its id and ``env.kwargs``; ``kwargs`` override them)."""

@@ -44,7 +44,7 @@ def test_loaded_policy_drives_a_plain_gymnasium_env(flip8, tmp_path):
             obs, info = env.reset(seed=1000 + episode)
             done = False
             while not done:
-                action, state = policy.predict(obs)
+                action, state = policy.predict(obs, deterministic=True)
                 assert state is None and env.action_space.contains(int(action))
                 obs, reward, terminated, truncated, info = env.step(action)
                 done = terminated or truncated
@@ -63,17 +63,17 @@ def test_load_builds_only_the_networks(flip8):
     assert str(next(policy.agent.q.parameters()).device) == "cpu"
     same = her_rl.load(flip8[0] / "checkpoint.pt")  # the checkpoint file works as well as its folder
     obs = policy.make_env().reset(seed=3)[0]
-    assert policy.predict(obs)[0] == same.predict(obs)[0]
+    assert policy.predict(obs, deterministic=True)[0] == same.predict(obs, deterministic=True)[0]
 
 
 def test_predict_takes_one_observation_or_a_batch(flip8):
     policy = her_rl.load(flip8[0])
     envs = gym.make_vec("her_rl/BitFlip-v0", num_envs=5, n=8)
     batch, _ = envs.reset(seed=0)
-    actions, _ = policy.predict(batch)
+    actions, _ = policy.predict(batch, deterministic=True)
     assert actions.shape == (5,)
     one = {k: v[2] for k, v in batch.items()}
-    assert policy.predict(one)[0] == actions[2]
+    assert policy.predict(one, deterministic=True)[0] == actions[2]
     with pytest.raises(ValueError, match="fits neither one observation"):
         policy.predict({k: v[:, :3] for k, v in batch.items()})
     explore = [policy.predict(one, deterministic=False)[0] for _ in range(200)]
@@ -106,7 +106,7 @@ def test_other_algorithms_load_and_act(tmp_path, overrides, env_id):
     assert policy.agent.envs is None
     env = policy.make_env()
     obs, _ = env.reset(seed=0)
-    action, _ = policy.predict(obs)
+    action, _ = policy.predict(obs, deterministic=True)
     assert env.action_space.contains(np.asarray(action, dtype=env.action_space.dtype))
     env.step(action)
 

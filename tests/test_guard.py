@@ -24,8 +24,8 @@ def _poison_at(monkeypatch, iteration, how):
 
     original, calls = HerDQN.train_iteration, []
 
-    def poisoned(self):
-        result = original(self)
+    def poisoned(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
         calls.append(1)
         if len(calls) in iteration:
             if how == "loss":
