@@ -4,7 +4,8 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: install docs docs-serve run test bench bench-her bench-ppo bench-push bench-env bench-continuous bench-fetch clean
+# The third-party env families and SB3 peers (robotics, panda, bench extras): CI installs them so their tests run.
+.PHONY: install install-extras docs docs-serve run test bench bench-her bench-ppo bench-push bench-env bench-continuous bench-fetch clean
 
 install: $(STAMP)
 
@@ -15,6 +16,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/pip install --quiet -e ".[test,launchers,tune,video]"
 	touch $(STAMP)
+
+$(VENV)/.extras: $(STAMP)
+	$(BIN)/pip install --quiet -e ".[robotics,panda,bench]"
+	touch $@
+
+install-extras: $(VENV)/.extras
 
 run: install
 	$(BIN)/her-run algo=her_dqn env=bitflip n=15

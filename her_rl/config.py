@@ -80,7 +80,7 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
     from her_rl.envs import make_vec
     from her_rl.envs.custom import registered_id
     from her_rl.envs.fetch import ensure_registered
-    from her_rl.rl.goal import GOAL_KEYS, goal_carrier
+    from her_rl.rl.goal import ARRAY_SPACES, GOAL_KEYS, goal_carrier
 
     ensure_registered(env["id"], env.get("name"))  # Fetch ids: gymnasium-robotics registers them, or one line
     # Only registered ids, never an import here: a "module:Env-v0" id's module must already be imported.
@@ -94,6 +94,7 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
     try:
         obs, act = made.single_observation_space, made.single_action_space
         goal = (isinstance(obs, spaces.Dict) and all(k in obs.spaces for k in GOAL_KEYS)
+                and all(isinstance(obs[k], ARRAY_SPACES) for k in GOAL_KEYS)  # FrankaKitchen's are dicts per task
                 and callable(getattr(goal_carrier(made), "compute_reward", None)))
     finally:
         made.close()

@@ -20,6 +20,7 @@ from her_rl import checkpoint, video
 from her_rl.build import device_name, load_state as load_agent, make_agent  # noqa: F401  (their names here before)
 from her_rl.config import resolved, validate
 from her_rl.envs import make_vec
+from her_rl.envs.checks import episode_cap
 from her_rl.errors import ConfigError, EnvError, OutputError
 from her_rl.resume import check_saved, merge
 from her_rl.rl.success import EpisodeSuccess, SuccessRule
@@ -38,14 +39,21 @@ def success_rule_of(agent: Any, env_cfg: dict[str, Any] | None = None) -> Succes
     return SuccessRule((env_cfg or {}).get("success_key"))
 
 
+UNKNOWN_LIMIT_STEPS = 1_000_000
+"""How long an evaluation waits on an env whose time limit make_vec does not know (her-rl's own
+batched envs end their episodes themselves; every other env has a TimeLimit: env.max_episode_steps)."""
+
+
 def evaluate(agent, envs, seed: int, success: SuccessRule | None = None,
-             max_steps: int = 1_000_000) -> dict[str, float]:
+             max_steps: int | None = None) -> dict[str, float]:
     """Greedy evaluation: one episode per copy of ``envs``; mean return, length, terminated rate
     (episodes that ended by reaching a terminal state, not by the time limit: MountainCar's flag
     rate) and, where the env can tell success (``success``, see :mod:`her_rl.rl.success`), the
     success rate at the episodes' last step and at any step (``success_rate``, ``any_success_rate``).
-    Episodes still running after ``max_steps`` steps are an EnvError, never a silent hang."""
+    Episodes still running after ``max_steps`` steps (None: the env's time limit, see
+    :func:`her_rl.envs.checks.episode_cap`) are an EnvError, never a silent hang."""
     success = success if success is not None else success_rule_of(agent)
+    max_steps = max_steps or episode_cap(envs) or UNKNOWN_LIMIT_STEPS
     obs, _ = envs.reset(seed=seed)
     n = envs.num_envs
     returns, lengths = np.zeros(n), np.zeros(n, dtype=np.int64)
@@ -63,7 +71,7 @@ def evaluate(agent, envs, seed: int, success: SuccessRule | None = None,
             break
     else:
         raise EnvError(f"env {env_name(envs)}: {int((~done).sum())} of {n} evaluation episodes still running after "
-                       f"{max_steps:,} steps; give it a time limit (env.max_episode_steps)")
+                       f"{max_steps:,} steps, past its time limit (env.max_episode_steps)")
     return {"return": float(returns.mean()), "length": float(lengths.mean()), **tracker.rates(),
             "terminated_rate": float(ended_terminal.mean())}
 

@@ -82,8 +82,8 @@ def check_pairing(algo: str, env: str, env_id: str, env_spaces: EnvSpaces) -> No
     info = algo_info(algo)
     if info.needs_goal_env and not env_spaces.goal_env:
         raise ConfigError(
-            f"algo '{algo}' needs a goal-conditioned env (Dict observation with observation/achieved_goal/"
-            f"desired_goal); '{env}' ({env_id}) has none"
+            f"algo '{algo}' needs a goal-conditioned env (Dict observation whose observation, achieved_goal and "
+            f"desired_goal are arrays, and compute_reward); '{env}' ({env_id}) has none"
         )
     kind = action_kind(env_spaces.action_space)
     if kind not in info.action_spaces:

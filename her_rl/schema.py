@@ -94,6 +94,7 @@ ENV_GROUP: dict[str, Rule] = {
                                   lambda v: isinstance(v, (list, tuple)) and len(v) == 2
                                   and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
                                   and v[0] <= v[1])),  # goal envs: declared reward range (else probed)
+    "max_episode_steps": optional(COUNT),  # truncate episodes here (TimeLimit); null: the env's own, else 1000
 }
 
 ENV_KWARGS: dict[str, dict[str, Rule]] = {  # keyed by env id, so `env=gym env.id=...` is checked too

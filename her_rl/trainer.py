@@ -20,7 +20,9 @@ import numpy as np
 from her_rl import checkpoint
 from her_rl.agent import IterationResult
 from her_rl.envs import make_vec
-from her_rl.errors import NonFiniteError
+from her_rl.envs.checks import time_limit
+from her_rl.envs.custom import registered_id
+from her_rl.errors import EnvError, NonFiniteError
 from her_rl.evaluation import eval_seed, evaluate, success_rule_of
 from her_rl.guard import Guard, failure_in_iteration
 from her_rl.logger import RunLogger, final_metrics, hparams_of
@@ -112,6 +114,11 @@ class Trainer:
         self._reconsider_solved()
         self.first_iteration = state.iteration  # > 0 on resume: a finished run resumed logs nothing twice
         self.budget, self.wall_budget = int(config["budget"]["env_steps"]), config["budget"]["wall_time_s"]
+        env_cfg = config["env"]
+        limit = time_limit(env_cfg, registered_id(env_cfg["id"]))
+        if limit.by_default:  # the env would run forever: say where her-rl cuts its episodes
+            print(f"env {env_cfg['id']} has no time limit of its own: her-rl truncates its episodes after "
+                  f"{limit.limit:,} steps (env.max_episode_steps sets another)", flush=True)
         self.eval_envs = make_vec(config["env"], int(config["eval"]["episodes"]), seed=int(config["seed"]))
         self.success = success_rule_of(agent, config["env"])
         told = success_source(self.eval_envs, self.success, config["env"], self.goal_env)
@@ -143,7 +150,7 @@ class Trainer:
 
     def train(self) -> bool:
         """Train until a stop, evaluate, checkpoint; returns whether the final checkpoint was written."""
-        ended, saved = "stopped", True  # how the progress display ends: set once the run ends normally
+        ended, saved, ok = "stopped", True, False  # how the progress display ends; whether it got through
         with self.signals:
             try:
                 self.start = time.perf_counter() - self.state.wall_time_s
@@ -152,11 +159,30 @@ class Trainer:
                 self._loop()
                 ended = self._finish()
                 saved = self.save(final=True)
+                ok = True
+            except EnvError as exc:  # the env failed mid-run: nothing more is written, the last checkpoint stays
+                raise EnvError(f"{exc}; training stopped at env step {self.state.env_steps:,}, {self._resumable()}",
+                               exit_code=EnvError.TRAINING_EXIT_CODE) from None
             finally:
                 self.progress.close(ended)
                 self.logger.close()
-                self.eval_envs.close()
+                self._close_eval_envs(failing=not ok)
         return saved
+
+    def _close_eval_envs(self, failing: bool) -> None:
+        """Close the evaluation envs; a close that fails while another error is on its way is not told."""
+        try:
+            self.eval_envs.close()
+        except EnvError as exc:
+            if failing:
+                return
+            raise EnvError(str(exc), exit_code=EnvError.TRAINING_EXIT_CODE) from None
+
+    def _resumable(self) -> str:
+        if self.saved_at is None:
+            return "no checkpoint had been written yet"
+        return (f"its last checkpoint (env step {self.saved_at:,}) is kept: fix the env, then resume with "
+                f"resume=true hydra.run.dir={self.plan.out}")
 
     def _loop(self) -> None:
         s, every_s = self.state, self.config["checkpoint"]["every_s"]
@@ -165,6 +191,8 @@ class Trainer:
                 break
             try:
                 result = self.agent.train_iteration(max_env_steps=self.budget - s.env_steps)
+            except EnvError:
+                raise
             except (ValueError, RuntimeError) as exc:  # torch refusing a non-finite value mid-iteration
                 bad = failure_in_iteration(exc)
                 if bad is None:

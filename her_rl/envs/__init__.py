@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 
 from her_rl.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
+from her_rl.envs.checks import EnvFault, guard, raised, time_limit
 from her_rl.envs.custom import registered_id
 from her_rl.envs.drag import DragEnv, DragVectorEnv
 from her_rl.envs.fetch import GoalVectorEnv, cache_joint_lookups, ensure_registered
@@ -32,13 +33,33 @@ for _id, _path in _OURS.items():
         gym.register(id=_id, entry_point=_path + "Env", vector_entry_point=_path + "VectorEnv")
 
 
-def _takes_seed(entry_point: Any) -> bool:
-    """Whether a vector entry point's constructor accepts ``seed=`` (ours do; gymnasium's do not)."""
+def _params(entry_point: Any) -> dict[str, inspect.Parameter]:
+    """A vector entry point's constructor parameters ({} if it cannot be loaded: make_vec reports that below)."""
     try:
         creator = gym.envs.registration.load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
-        return "seed" in inspect.signature(creator).parameters
-    except Exception:  # noqa: BLE001  (unloadable entry point: make_vec reports it below)
-        return False
+        return dict(inspect.signature(creator).parameters)
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+def _takes_seed(entry_point: Any) -> bool:
+    """Whether a vector entry point's constructor accepts ``seed=`` (ours do; gymnasium's do not)."""
+    return "seed" in _params(entry_point)
+
+
+def _takes_limit(entry_point: Any) -> bool:
+    """Whether it accepts ``max_episode_steps=`` (CartPole's, the table envs')."""
+    params = _params(entry_point)
+    return "max_episode_steps" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+
+def _not_made(env_id: str, given: dict[str, Any], exc: Exception) -> ConfigError:
+    """Why the env could not be made: a missing package, an unknown id or kwargs the constructor refused
+    are the config's (the probe in her_rl.config words them); anything else the constructor raised
+    is the env's own fault, one line naming where."""
+    if isinstance(exc, (gym.error.Error, ImportError)) or (isinstance(exc, (TypeError, ValueError)) and given):
+        return ConfigError(f"cannot make env '{env_id}': {' '.join(str(exc).split())}")  # one line
+    return raised(env_id, "the constructor", exc)
 
 
 def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) -> gym.vector.VectorEnv:
@@ -47,17 +68,24 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) ->
     Every id goes through ``gymnasium.make_vec``: the env's own batched implementation where it has
     one (ours, CartPole), else a synchronous loop over copies; both with next-step autoreset. A
     batched env that takes ``seed=`` gets it (the same seed gives the same episodes); the action
-    space is seeded in every case. Unknown ids and bad kwargs become one-line ``ConfigError``s.
+    space is seeded in every case. Unknown ids and bad kwargs become one-line ``ConfigError``s; an
+    env with no time limit of its own gets ``env.max_episode_steps`` (gymnasium's TimeLimit, default
+    1000); the env's faults are told in one line (:mod:`her_rl.envs.checks`).
     """
     env_id = env_cfg["id"]
-    kwargs = dict(env_cfg.get("kwargs") or {})
+    given = dict(env_cfg.get("kwargs") or {})
     ensure_registered(env_id, env_cfg.get("name"))  # Fetch ids: import gymnasium-robotics, or one line
-    env_id = registered_id(env_id)  # a "module:Env-v0" id: its module must have been imported already
+    name = registered_id(env_id)  # a "module:Env-v0" id: its module must have been imported already
+    limit = time_limit(env_cfg, name).limit
+    # gymnasium.make turns max_episode_steps into its TimeLimit (replacing the registered one); a batched
+    # env gets it as a constructor argument, so one that takes none is looped over copies instead
+    kwargs = {**given, "max_episode_steps": limit} if limit is not None else given
     # A native numpy-batched implementation (CartPole's steps 20 copies ~3x faster than a loop of
     # single envs, same dynamics and time limit) beats the generic synchronous loop. JAX-backed
     # vector envs are skipped: they return JAX arrays, and the rest of the pipeline is numpy/torch.
-    vector_entry = gym.registry[env_id].vector_entry_point
-    native = vector_entry is not None and "jax" not in str(vector_entry).lower()
+    vector_entry = gym.registry[name].vector_entry_point
+    native = vector_entry is not None and "jax" not in str(vector_entry).lower() \
+        and (limit is None or _takes_limit(vector_entry))
     attempts = [("vector_entry_point", {"seed": seed} if _takes_seed(vector_entry) else {})] if native else []
     attempts.append(("sync", {}))
     # env.vectorization (sync | async) picks gymnasium's loop explicitly: async steps each copy in
@@ -67,20 +95,25 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) ->
     first_error: Exception | None = None
     for mode, extra in attempts:
         try:
-            envs = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode=mode, **kwargs, **extra)
+            envs = gym.make_vec(name, num_envs=num_envs, vectorization_mode=mode, **kwargs, **extra)
             break
+        except EnvFault:
+            raise
         except Exception as exc:  # noqa: BLE001  (gymnasium raises many types for missing deps / bad kwargs)
             first_error = first_error or exc
     else:
-        message = " ".join(str(first_error).split())  # one line
-        raise ConfigError(f"cannot make env '{env_id}': {message}") from first_error
-    if isinstance(envs, gym.vector.AsyncVectorEnv):  # copies in other processes: a local one for compute_reward
-        envs = GoalVectorEnv(envs, env_id, kwargs)
+        error = _not_made(env_id, given, first_error)
+        raise error from (None if isinstance(error, EnvFault) else first_error)  # the probe reads the cause
+    # copies in other processes: a goal env gets a local one for compute_reward (a plain env has none)
+    goal = "achieved_goal" in getattr(envs.single_observation_space, "spaces", {})
+    if goal and isinstance(envs, gym.vector.AsyncVectorEnv):
+        envs = GoalVectorEnv(envs, name, kwargs)
     envs = cache_joint_lookups(envs)  # Fetch copies read their joints by address (her_rl/envs/fetch.py)
+    guard(envs, env_id)
     if seed is not None:
         envs.action_space.seed(seed)
     return envs
 
 
 __all__ = ["BitFlipEnv", "BitFlipVectorEnv", "DragEnv", "DragVectorEnv", "PushEnv", "PushVectorEnv",
-           "check_table_kwargs", "make_vec"]
+           "EnvFault", "check_table_kwargs", "make_vec"]

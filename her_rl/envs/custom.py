@@ -19,6 +19,8 @@ import gymnasium as gym
 
 from her_rl.errors import ConfigError
 
+MISSING = "???"  # OmegaConf's mandatory value, as a resolved config holds it (env=gym's id)
+
 
 def split_id(env_id: str) -> tuple[str | None, str]:
     """``"pkg.mod:Name-v0"`` -> ``("pkg.mod", "Name-v0")``; a plain id has no module."""
@@ -50,6 +52,9 @@ def import_env_module(env_id: str) -> None:
 def registered_id(env_id: str) -> str:
     """The id to hand to gymnasium, without importing anything: a ``module:`` id must have been
     imported by :func:`import_env_module` (or by the user's own Python code) first."""
+    if env_id in (None, "", MISSING):  # env=gym names no env of its own: never guess one
+        raise ConfigError("env=gym needs env.id=<gymnasium id>, e.g. env.id=CartPole-v1, or your own env as "
+                          "env.id=your.module:YourEnv-v0")
     module, name = split_id(env_id)
     if module is not None and module not in sys.modules:
         raise ConfigError(f"env.id '{env_id}' names module '{module}', which her-rl imports only when you name it: "

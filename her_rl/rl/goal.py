@@ -29,6 +29,7 @@ from her_rl.rl.normalize import RunningMeanStd
 from her_rl.rl.success import EpisodeSuccess, SuccessRule, reward_probe
 
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
+ARRAY_SPACES = (spaces.Box, spaces.MultiBinary)  # what a goal (and the observation beside it) may be
 
 
 @dataclass
@@ -81,9 +82,10 @@ def goal_env_spec(envs: gym.vector.VectorEnv, env_cfg: dict[str, Any], algo: str
     name = f"'{env_cfg.get('name')}' ({env_cfg.get('id')})"
     space = envs.single_observation_space
     env = goal_carrier(envs)
-    if not isinstance(space, spaces.Dict) or not set(GOAL_KEYS) <= set(space.spaces) or not hasattr(env, "compute_reward"):
-        raise ConfigError(f"algo '{algo}' needs a goal-conditioned env (Dict observation with observation/"
-                          f"achieved_goal/desired_goal and compute_reward); {name} has none")
+    if (not isinstance(space, spaces.Dict) or not set(GOAL_KEYS) <= set(space.spaces)
+            or not all(isinstance(space[k], ARRAY_SPACES) for k in GOAL_KEYS) or not hasattr(env, "compute_reward")):
+        raise ConfigError(f"algo '{algo}' needs a goal-conditioned env (Dict observation whose observation, "
+                          f"achieved_goal and desired_goal are arrays, and compute_reward); {name} has none")
     horizon = episode_horizon(envs, env_cfg)
     if horizon is None:
         raise ConfigError(f"algo '{algo}' needs episodes of bounded length; {name} has no time limit "

@@ -1,0 +1,316 @@
+"""A user's env fault is one line: what the env raised or returned wrong, and where.
+
+:func:`guard` is applied by :func:`her_rl.envs.make_vec` to every vector env it builds:
+
+* every exception from ``reset``, ``step``, ``render``, ``close``, ``compute_reward`` and
+  ``compute_terminated`` becomes an :class:`EnvFault` naming the env, the method and the line of
+  the env's code that raised (the constructor's are told by ``make_vec`` the same way);
+* the first reset and the first step are checked against the spaces: the observation (each key of a
+  Dict one) by shape and dtype, the gymnasium API (``reset`` -> ``(obs, info)``, ``step`` -> 5 values),
+  reward a number, terminated/truncated booleans; the first batched ``compute_reward`` call must
+  give one reward per goal. In a synchronous loop of copies the checks see each copy's own return
+  (before SyncVectorEnv stacks it, which would fail with numpy's words); a batched or asynchronous
+  env is checked on the batch.
+
+The methods are replaced on the instances, not wrapped in a new object: attribute access
+(``envs.envs``, ``autoreset``, ``compute_reward``), ``isinstance`` checks and the episode snapshots
+of :mod:`her_rl.envs.state` (which walk the objects and would not know a new class) see the env
+exactly as before. After the first call a copy's checked method removes itself; what stays on the
+hot path is one try/except per vector call.
+"""
+
+from __future__ import annotations
+
+import functools
+import sysconfig
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from her_rl.errors import ConfigError, EnvError, one_line
+
+DEFAULT_MAX_EPISODE_STEPS = 1000
+"""Episodes of an env with no time limit of its own are truncated here (env.max_episode_steps: another)."""
+
+
+class EnvFault(EnvError, ConfigError):
+    """An env fault as first raised: exit 2, and a ConfigError too, so that wherever a run is refused
+    before it starts (the CLI's checks, a Hydra job before training) it is told as bad input is.
+    The trainer re-raises it as a plain EnvError with exit 4 once training has started."""
+
+
+# ---- the time limit ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StepLimit:
+    limit: int | None
+    """What make_vec passes as ``max_episode_steps`` (gymnasium's TimeLimit); None: the env's own."""
+    by_default: bool = False
+    """The env has no limit of its own: her-rl applies DEFAULT_MAX_EPISODE_STEPS (said at start)."""
+
+
+def time_limit(env_cfg: dict[str, Any], name: str) -> StepLimit:
+    """``env.max_episode_steps`` if given; else none where the env has a limit of its own (registered
+    ``max_episode_steps``, her-rl's envs, which truncate themselves, or a ``max_episode_steps``
+    kwarg); else the default."""
+    given = env_cfg.get("max_episode_steps")
+    if given is not None:
+        return StepLimit(int(given))
+    spec = gym.spec(name)
+    if spec.max_episode_steps or spec.namespace == "her_rl" or "max_episode_steps" in (env_cfg.get("kwargs") or {}):
+        return StepLimit(None)
+    return StepLimit(DEFAULT_MAX_EPISODE_STEPS, by_default=True)
+
+
+def episode_cap(envs: gym.vector.VectorEnv) -> int | None:
+    """The longest an episode of ``envs`` can last, where it is known (its TimeLimit or own limit)."""
+    spec = getattr(envs, "spec", None)
+    known = [getattr(spec, "kwargs", {}).get("max_episode_steps"), getattr(spec, "max_episode_steps", None),
+             getattr(envs, "max_episode_steps", None)]
+    known = [int(k) for k in known if isinstance(k, (int, np.integer)) and k > 0]
+    return max(known) if known else None
+
+
+# ---- what a value is, in words ---------------------------------------------------------------
+
+def _what(value: Any) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)}"
+    return f"a {type(value).__name__} ({one_line(repr(value))[:40]})"
+
+
+_STDLIB = sysconfig.get_paths()["stdlib"].replace("\\", "/")
+_LIBRARIES = ("/gymnasium/", "/numpy/", "/her_rl/")
+
+
+def _ours(path: str) -> bool:
+    """A frame of Python, gymnasium, numpy or her-rl, not of the env (an installed env package is the env's)."""
+    library = path.startswith(_STDLIB) and "-packages/" not in path
+    return library or path.startswith("<") or any(p in path for p in _LIBRARIES)
+
+
+def _where(exc: BaseException) -> str:
+    """`` (file.py:line)`` of the innermost frame outside the libraries: the env's own code."""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        path = frame.filename.replace("\\", "/")
+        if not _ours(path):
+            return f" ({Path(path).name}:{frame.lineno})"
+    return ""
+
+
+def raised(env_id: str, what: str, exc: BaseException) -> EnvFault:
+    """``env ID: WHAT raised Type: message (file.py:line)``."""
+    text = one_line(exc).split(" was raised from the environment creator")[0][:300]  # gymnasium repeats kwargs
+    return EnvFault(f"env {env_id}: {what} raised {type(exc).__name__}{': ' + text if text else ''}{_where(exc)}")
+
+
+# ---- the checks of the first outputs ---------------------------------------------------------
+
+def check_obs(value: Any, space: gym.Space, batch: tuple[int, ...] = (), field: str = "observation") -> str | None:
+    """What is wrong with ``value`` as an observation of ``space`` (with leading ``batch`` axes),
+    or None. Shapes and dtypes only, not bounds; a dtype may be cast within its kind (float64 for a
+    float32 Box: SyncVectorEnv casts it), never across (strings, objects, floats for integers)."""
+    if isinstance(space, spaces.Dict):
+        if not isinstance(value, dict):
+            return f"{field} is {_what(value)}, but the observation space is a Dict ({', '.join(space.spaces)})"
+        for key, sub in space.spaces.items():
+            if key not in value:
+                return f"{field} has no key {key!r} (the observation space has {', '.join(space.spaces)})"
+            wrong = check_obs(value[key], sub, batch, f"{field}[{key!r}]")
+            if wrong:
+                return wrong
+        return None
+    if isinstance(space, spaces.Tuple):
+        if not isinstance(value, tuple) or len(value) != len(space.spaces):
+            return f"{field} is {_what(value)}, but the observation space is a Tuple of {len(space.spaces)}"
+        return next((w for i, (v, s) in enumerate(zip(value, space.spaces))
+                     if (w := check_obs(v, s, batch, f"{field}[{i}]"))), None)
+    if not isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiBinary, spaces.MultiDiscrete)):
+        return None  # Text, Graph, Sequence, ...: left to the learner
+    try:
+        array = np.asarray(value)
+    except Exception:  # noqa: BLE001  (ragged lists and other things numpy refuses)
+        return f"{field} is {_what(value)}, not an array"
+    shape = (*batch, *space.shape)
+    kinds = "biuf" if isinstance(space, spaces.Box) else "biu"
+    if array.dtype.kind not in kinds or not np.can_cast(array.dtype, space.dtype, "same_kind"):
+        return f"{field} has dtype {array.dtype}; the observation space {space} holds {space.dtype}"
+    if array.shape != shape:
+        return f"{field} has shape {array.shape}; the observation space {space} wants {shape}"
+    return None
+
+
+def _flag(value: Any, batch: tuple[int, ...]) -> bool:
+    if batch:
+        return isinstance(value, np.ndarray) and value.dtype == bool and value.shape == batch
+    return isinstance(value, (bool, np.bool_))
+
+
+def _number(value: Any, batch: tuple[int, ...]) -> bool:
+    if value is None or isinstance(value, (str, bytes)) or (not batch and not np.isscalar(value)
+                                                            and not isinstance(value, np.ndarray)):
+        return False
+    array = np.asarray(value)
+    return array.dtype.kind in "biuf" and array.shape == batch
+
+
+def check_reset(result: Any, space: gym.Space, batch: tuple[int, ...] = ()) -> str | None:
+    if not isinstance(result, tuple) or len(result) != 2 or not isinstance(result[1], dict):
+        if isinstance(result, tuple) and len(result) == 2:
+            return f"reset's info is {_what(result[1])}; it must be a dict"
+        return (f"reset returned {_what(result)}, not (observation, info): the old gym API returned the "
+                "observation alone; gymnasium's reset returns (obs, info)")
+    wrong = check_obs(result[0], space, batch)
+    return f"reset's {wrong}" if wrong else None
+
+
+def check_step(result: Any, space: gym.Space, batch: tuple[int, ...] = ()) -> str | None:
+    if not isinstance(result, tuple) or len(result) != 5:
+        if isinstance(result, tuple) and len(result) == 4:
+            return ("step returned 4 values (obs, reward, done, info: the old gym API); gymnasium's step returns "
+                    "5: (obs, reward, terminated, truncated, info)")
+        return f"step returned {_what(result)}, not (obs, reward, terminated, truncated, info)"
+    obs, reward, terminated, truncated, info = result
+    wrong = check_obs(obs, space, batch)
+    if wrong:
+        return f"step's {wrong}"
+    if not _number(reward, batch):
+        return f"step's reward is {_what(reward)}; it must be " + (f"an array of {batch} numbers" if batch else
+                                                                    "a number (a float)")
+    for field, flag in (("terminated", terminated), ("truncated", truncated)):
+        if not _flag(flag, batch):
+            return f"step's {field} is {_what(flag)}; it must be " + (f"a bool array of shape {batch}" if batch
+                                                                      else "a bool")
+    return None if isinstance(info, dict) else f"step's info is {_what(info)}; it must be a dict"
+
+
+def check_rewards(rewards: Any, batch: tuple[int, ...]) -> str | None:
+    """What is wrong with ``compute_reward``'s answer for a batch of goals (one reward each), or None."""
+    array = np.asarray(rewards) if rewards is not None else None
+    if array is not None and array.dtype.kind in "biuf" and array.shape == batch:
+        return None
+    n = int(np.prod(batch))
+    return (f"compute_reward returned {_what(rewards)} for a batch of {n} goal{'s' * (n != 1)}; it must return one "
+            f"reward per goal, an array of shape {batch} (HER relabels goals in batches)")
+
+
+# ---- applying it -----------------------------------------------------------------------------
+
+def _guarded(env_id: str, name: str, method: Callable, check: Callable[[Any], str | None] | None = None,
+             quiet: bool = False) -> Callable:
+    """``method`` with its exceptions told as EnvFaults, and (``check``) its first result checked.
+    ``quiet``: gymnasium's logger is silenced during the call (AsyncVectorEnv logs a worker's whole
+    traceback before it re-raises the worker's error here)."""
+    first = [check is not None]
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if quiet:
+            level, gym.logger.min_level = gym.logger.min_level, gym.logger.ERROR + 10
+        try:
+            result = method(*args, **kwargs)
+        except EnvError:
+            raise
+        except Exception as exc:  # noqa: BLE001  (the env's code may raise anything)
+            raise raised(env_id, name, exc) from None
+        finally:
+            if quiet:
+                gym.logger.min_level = level
+        if first[0]:
+            first[0] = False
+            wrong = check(result)
+            if wrong:
+                raise EnvFault(f"env {env_id}: {wrong}")
+        return result
+    return call
+
+
+def _check_first(env_id: str, env: Any, name: str, check: Callable[[Any], str | None]) -> None:
+    """Check the first return of a copy's ``name`` (its own value, before gymnasium's wrappers and the
+    vector loop see it); the method then removes itself, leaving the copy's own."""
+    own = env.__dict__.get(name)
+    method = getattr(env, name)
+
+    @functools.wraps(method)
+    def first(*args: Any, **kwargs: Any) -> Any:
+        if own is None:
+            delattr(env, name)
+        else:
+            setattr(env, name, own)
+        result = method(*args, **kwargs)
+        wrong = check(result)
+        if wrong:
+            raise EnvFault(f"env {env_id}: {wrong}")
+        return result
+    try:
+        setattr(env, name, first)
+    except (AttributeError, TypeError):  # __slots__ or a read-only attribute: the batch check still runs
+        pass
+
+
+def _goal_ndim(space: gym.Space) -> int:
+    goal = space.spaces.get("achieved_goal") if isinstance(space, spaces.Dict) else None
+    return len(goal.shape) if goal is not None and goal.shape is not None else 1
+
+
+def _reward_rule(env_id: str, carrier: Any, goal_ndim: int) -> None:
+    """compute_reward (and compute_terminated) of ``carrier``: faults told; the first batched call checked."""
+    method, pending = carrier.compute_reward, [True]
+
+    @functools.wraps(method)
+    def compute_reward(*args: Any, **kwargs: Any) -> Any:
+        try:
+            rewards = method(*args, **kwargs)
+        except EnvError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise raised(env_id, "compute_reward", exc) from None
+        if pending[0]:
+            achieved = args[0] if args else kwargs.get("achieved_goal")
+            batch = np.shape(achieved)[:max(0, np.ndim(achieved) - goal_ndim)]
+            if batch:  # a single goal (the env's own step asking) is not the batch HER sends
+                pending[0] = False
+                wrong = check_rewards(rewards, tuple(batch))
+                if wrong:
+                    raise EnvFault(f"env {env_id}: {wrong}")
+        return rewards
+    carrier.compute_reward = compute_reward
+    if callable(getattr(carrier, "compute_terminated", None)):
+        carrier.compute_terminated = _guarded(env_id, "compute_terminated", carrier.compute_terminated)
+
+
+def guard(envs: gym.vector.VectorEnv, env_id: str) -> gym.vector.VectorEnv:
+    """Make ``envs`` (in place) tell its faults as EnvFaults; see the module docstring."""
+    space, batch = envs.single_observation_space, (envs.num_envs,)
+    quiet = isinstance(envs.unwrapped, gym.vector.AsyncVectorEnv)
+    envs.reset = _guarded(env_id, "reset", envs.reset, lambda r: check_reset(r, space, batch), quiet)
+    envs.step = _guarded(env_id, "step", envs.step, lambda r: check_step(r, space, batch), quiet)
+    envs.render = _guarded(env_id, "render", envs.render, quiet=quiet)
+    envs.close = _guarded(env_id, "close", envs.close, quiet=quiet)
+    carriers = [envs] if callable(getattr(envs, "compute_reward", None)) else []
+    for copy in getattr(envs, "envs", None) or ():  # a synchronous loop: each copy's own returns
+        base = copy.unwrapped
+        own = base.observation_space
+        _check_first(env_id, base, "reset", lambda r, own=own: check_reset(r, own))
+        _check_first(env_id, base, "step", lambda r, own=own: check_step(r, own))
+        if callable(getattr(base, "compute_reward", None)):
+            carriers.append(base)
+    for carrier in carriers:
+        try:
+            _reward_rule(env_id, carrier, _goal_ndim(space))
+        except (AttributeError, TypeError):
+            pass
+    return envs
+
+
+__all__ = ["DEFAULT_MAX_EPISODE_STEPS", "EnvFault", "StepLimit", "check_obs", "check_reset", "check_rewards",
+           "check_step", "episode_cap", "guard", "raised", "time_limit"]
