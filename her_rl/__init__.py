@@ -34,10 +34,10 @@ from .rl import (  # noqa: E402  (re-export the public building blocks)
 from . import envs  # noqa: E402,F401  (registers the env ids with gymnasium)
 from .api import Policy, evaluate, load, train  # noqa: E402
 from .checkpoint import CheckpointError  # noqa: E402
-from .errors import ConfigError  # noqa: E402
+from .errors import ConfigError, EnvError  # noqa: E402
 
 __all__ = [
-    "__version__", "train", "load", "evaluate", "Policy", "ConfigError", "CheckpointError", "RND", "Action", "ClipLoss", "ContinuousAction", "DiscreteAction", "ElementwiseQ",
+    "__version__", "train", "load", "evaluate", "Policy", "ConfigError", "EnvError", "CheckpointError", "RND", "Action", "ClipLoss", "ContinuousAction", "DiscreteAction", "ElementwiseQ",
     "EntropyLoss", "GaussianNoise", "NormalPolicyHead", "OUNoise", "PGLoss", "ReplayBuffer",
     "RewardHistory", "Rewards", "RunningMeanStd", "discounted_returns", "gae", "mlp",
     "np2torch", "set_seed", "to_numpy",

@@ -9,6 +9,7 @@ accepted; the CLI prints it and exits with status 2 instead of a traceback.
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -96,6 +97,12 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
         goal = (isinstance(obs, spaces.Dict) and all(k in obs.spaces for k in GOAL_KEYS)
                 and all(isinstance(obs[k], ARRAY_SPACES) for k in GOAL_KEYS)  # FrankaKitchen's are dicts per task
                 and callable(getattr(goal_carrier(made), "compute_reward", None)))
+        # The env's first reset and step, checked by her_rl.envs.checks: a fault is one line before
+        # anything is written, not after the run folder is taken.
+        made.reset(seed=0)
+        actions = copy.deepcopy(made.action_space)
+        actions.seed(0)
+        made.step(actions.sample())
     finally:
         made.close()
     if len(_PROBED) >= 32:

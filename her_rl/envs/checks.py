@@ -22,6 +22,7 @@ hot path is one try/except per vector call.
 from __future__ import annotations
 
 import functools
+import sys
 import sysconfig
 import traceback
 from dataclasses import dataclass
@@ -150,9 +151,13 @@ def check_obs(value: Any, space: gym.Space, batch: tuple[int, ...] = (), field: 
 
 
 def _flag(value: Any, batch: tuple[int, ...]) -> bool:
+    """A bool, or 0/1 as an integer (many envs return ``int(done)``; gymnasium stores it as a bool)."""
     if batch:
-        return isinstance(value, np.ndarray) and value.dtype == bool and value.shape == batch
-    return isinstance(value, (bool, np.bool_))
+        return (isinstance(value, np.ndarray) and value.shape == batch
+                and (value.dtype == bool or (value.dtype.kind in "iu" and bool(np.isin(value, (0, 1)).all()))))
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    return isinstance(value, (int, np.integer)) and value in (0, 1)
 
 
 def _number(value: Any, batch: tuple[int, ...]) -> bool:
@@ -188,8 +193,8 @@ def check_step(result: Any, space: gym.Space, batch: tuple[int, ...] = ()) -> st
                                                                     "a number (a float)")
     for field, flag in (("terminated", terminated), ("truncated", truncated)):
         if not _flag(flag, batch):
-            return f"step's {field} is {_what(flag)}; it must be " + (f"a bool array of shape {batch}" if batch
-                                                                      else "a bool")
+            return f"step's {field} is {_what(flag)}; it must be " + (f"a bool (or 0/1) array of shape {batch}" if batch
+                                                                      else "a bool (or 0/1)")
     return None if isinstance(info, dict) else f"step's info is {_what(info)}; it must be a dict"
 
 
@@ -262,18 +267,46 @@ def _goal_ndim(space: gym.Space) -> int:
     return len(goal.shape) if goal is not None and goal.shape is not None else 1
 
 
+def _per_goal(method: Callable, achieved: Any, desired: Any, info: Any) -> np.ndarray:
+    """``method`` called on one goal at a time over a batch, its rewards stacked in the batch's shape."""
+    achieved, desired = np.asarray(achieved), np.asarray(desired)
+    batch = achieved.shape[:-1]
+    flat_a, flat_d = achieved.reshape(-1, achieved.shape[-1]), desired.reshape(-1, desired.shape[-1])
+    infos = info if isinstance(info, (list, tuple, np.ndarray)) and len(info) == len(flat_a) else [info] * len(flat_a)
+    return np.array([np.asarray(method(a, d, i)).item() for a, d, i in zip(flat_a, flat_d, infos)]).reshape(batch)
+
+
 def _reward_rule(env_id: str, carrier: Any, goal_ndim: int) -> None:
-    """compute_reward (and compute_terminated) of ``carrier``: faults told; the first batched call checked."""
-    method, pending = carrier.compute_reward, [True]
+    """compute_reward (and compute_terminated) of ``carrier``: faults told; the first batched call checked.
+
+    An env whose compute_reward takes one goal but fails on a batch (gymnasium-robotics 1.4's
+    HandManipulatePen*, whose z-rotation case indexes the batch axis) is called one goal at a time
+    from then on, said once: slower, not wrong. A batch that fails one goal at a time too is a fault."""
+    method, pending, per_goal = carrier.compute_reward, [True], [False]
 
     @functools.wraps(method)
     def compute_reward(*args: Any, **kwargs: Any) -> Any:
+        if per_goal[0]:
+            try:
+                return _per_goal(method, *args, **kwargs)
+            except Exception as exc:  # noqa: BLE001
+                raise raised(env_id, "compute_reward", exc) from None
         try:
             rewards = method(*args, **kwargs)
         except EnvError:
             raise
         except Exception as exc:  # noqa: BLE001
-            raise raised(env_id, "compute_reward", exc) from None
+            achieved = args[0] if args else kwargs.get("achieved_goal")
+            if not pending[0] or np.ndim(achieved) <= goal_ndim or goal_ndim != 1:
+                raise raised(env_id, "compute_reward", exc) from None
+            try:
+                rewards = _per_goal(method, *args, **kwargs)
+            except Exception:  # noqa: BLE001  (fails either way: the batch's error is the one to tell)
+                raise raised(env_id, "compute_reward", exc) from None
+            per_goal[0] = True
+            print(f"her-run: warning: env {env_id}: compute_reward fails on a batch of goals "
+                  f"({type(exc).__name__}: {one_line(exc)[:120]}) but takes one goal at a time: it is called "
+                  "per goal (slower relabelling)", file=sys.stderr, flush=True)
         if pending[0]:
             achieved = args[0] if args else kwargs.get("achieved_goal")
             batch = np.shape(achieved)[:max(0, np.ndim(achieved) - goal_ndim)]
