@@ -21,10 +21,10 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from her_rl import rundir, video
+from her_rl import rundir, sweep_failures, video
 from her_rl.envs.custom import import_given
-from her_rl.errors import ConfigError, NonFiniteError, OutputError, one_line
-from her_rl.overrides import check_overrides
+from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, one_line
+from her_rl.overrides import check_overrides, one_value_each, sweep_values
 from her_rl.plan import check_sweep, sweep_variants
 from her_rl.registry import algo_info, check_env_name
 
@@ -71,8 +71,7 @@ def check_group_names(overrides: list[str]) -> None:
         check = {"algo": algo_info, "env": check_env_name, "tuned": _check_tuned_name}.get(override.key_or_group)
         if check is None or override.is_delete():
             continue
-        names = override.sweep_string_iterator() if override.is_sweep_override() else [override.value()]
-        for name in names:
+        for name in sweep_values(override):
             check(str(name))
 
 
@@ -167,7 +166,7 @@ def _run_load(task: DictConfig, overrides: list[str], out: Path | None) -> None:
 
     try:
         evaluate_checkpoint(task, out, overrides)
-    except (ConfigError, OutputError) as exc:
+    except (ConfigError, EnvError, OutputError) as exc:
         _fail(exc, exc.exit_code)
 
 
@@ -178,14 +177,18 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     from her_rl.runner import run
 
     hc = HydraConfig.get()
-    out = Path(hc.runtime.output_dir)
+    out, overrides = Path(hc.runtime.output_dir), list(hc.overrides.task)
+    sweep_failures.clear(out)  # a new attempt in this folder
     try:
-        return objective(run(cfg, out_dir=out, overrides=list(hc.overrides.task)), cfg.get("objective", "final_eval"))
-    except ConfigError as exc:
-        rundir.remove_if_empty(out)  # the folder Hydra made for this refused run
-        _fail(exc)
-    except (NonFiniteError, OutputError) as exc:
-        _fail(exc, exc.exit_code)
+        return objective(run(cfg, out_dir=out, overrides=overrides), cfg.get("objective", "final_eval"))
+    except Exception as exc:
+        if sweep_failures.in_multirun():  # the basic launcher runs every job in this process: no sys.exit here
+            return sweep_failures.job_failed(out, exc, overrides)
+        if isinstance(exc, ConfigError):
+            rundir.remove_if_empty(out)  # the folder Hydra made for this refused run
+        if isinstance(exc, (ConfigError, EnvError, NonFiniteError, OutputError)):
+            _fail(exc, exc.exit_code)
+        raise
 
 
 def objective(results: dict, kind: str = "final_eval") -> float | None:
@@ -269,7 +272,7 @@ def _main() -> None:
     overrides = [a for a in argv if a not in _RUN_FLAGS]
     try:
         check_group_names(overrides)
-        import_given(overrides)  # env.id=module:Env-v0: the module the user named registers the env
+        import_given(one_value_each(overrides))  # env.id=module:Env-v0: the module the user named registers the env
         load = _preflight(argv)
     except ConfigError as exc:
         _fail(exc)
@@ -279,6 +282,7 @@ def _main() -> None:
         _run_load(*load)
         return
     _hydra_main()
+    sweep_failures.exit_if_failed()  # a multirun whose jobs failed ends with one line, after its summary
 
 
 def _check_shown(argv: list[str]) -> None:

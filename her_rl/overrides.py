@@ -74,4 +74,33 @@ def check_overrides(overrides: list[str]) -> None:
         _check_key(override.key_or_group, override.package, line, line.partition("=")[2])
 
 
-__all__ = ["HYDRA_GROUPS", "HYDRA_DIRS", "HYDRA_SETTINGS", "check_overrides"]
+def sweep_values(override) -> list:
+    """The values a parsed override gives its jobs, unescaped. Hydra hands each job a sweep value as
+    override text, escaped (``env.id=mod:A-v0,mod:B-v0`` -> ``mod\\:A-v0``), so a value is that text
+    parsed back (Hydra's grammar, ``.value()``), never the text itself."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if not override.is_sweep_override():
+        return [override.value()]
+    parser = OverridesParser.create()
+    return [parser.parse_override(f"key={text}").value() for text in override.sweep_string_iterator()]
+
+
+def one_value_each(overrides: list[str]) -> list[str]:
+    """The overrides with every sweep split into one override per value, each as Hydra writes it for a
+    job (escaped), so that code reading one job's overrides reads every value of the sweep."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    out = []
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        if not override.is_sweep_override():
+            out.append(override.input_line)
+            continue
+        try:
+            out += [f"{override.get_key_element()}={text}" for text in override.sweep_string_iterator()]
+        except Exception:  # noqa: BLE001  (interval sweeps of optimiser plugins: no values to list)
+            continue
+    return out
+
+
+__all__ = ["HYDRA_GROUPS", "HYDRA_DIRS", "HYDRA_SETTINGS", "check_overrides", "one_value_each", "sweep_values"]

@@ -27,6 +27,7 @@ CHECKPOINT = "checkpoint.pt"
 CONFIG = "config.yaml"
 RESULTS = "results.json"
 LOCK = ".her-run.lock"
+FAILED = "failed.json"  # a sweep job that failed: its one-line reason (her_rl/sweep_failures.py)
 HISTORY = "history.jsonl"
 SWEEP_FILE = "multirun.yaml"  # Hydra writes it first into every sweep folder
 SUFFIX_RESOLVER = "run_suffix"
@@ -105,10 +106,11 @@ def folder_path(value: Any, key: str) -> Path:
 
 def is_run_folder(folder: Path, ignore: Iterable[str] = ()) -> bool:
     """Whether an existing folder is empty or holds a her-rl run: its lock file, a checkpoint, or
-    ``config.yaml`` with ``history.jsonl`` (a run that stopped before its first checkpoint).
+    ``config.yaml`` with ``history.jsonl`` (a run that stopped before its first checkpoint), or the
+    ``failed.json`` of a sweep job that failed.
     ``ignore``: names Hydra itself wrote there for this run (its job log)."""
     names = {p.name for p in folder.iterdir()} - set(ignore)
-    return not names or bool(names & {LOCK, CHECKPOINT}) or {CONFIG, HISTORY} <= names
+    return not names or bool(names & {LOCK, CHECKPOINT, FAILED}) or {CONFIG, HISTORY} <= names
 
 
 RUN_FILES = (CHECKPOINT, CONFIG, RESULTS, HISTORY, "metrics.jsonl")  # what a run writes (and tb/, a folder)

@@ -2,13 +2,14 @@
 
 ``her-summary DIR`` (and, at the end of every multirun, :class:`SummaryCallback`) reads every run
 folder below DIR: the first line of its ``history.jsonl`` (the overrides that defined it) and its
-``results.json`` when it finished (:mod:`her_rl.summary_runs`). Runs are grouped by their
+``results.json`` when it finished, its ``failed.json`` when its last attempt in a sweep failed
+(:mod:`her_rl.summary_runs`, :mod:`her_rl.sweep_failures`). Runs are grouped by their
 overrides minus ``seed`` and the bookkeeping keys (:mod:`her_rl.bookkeeping`); each group
 becomes a row with the number of seeds, how many finished, failed or are still running, how many
 solved, the final evaluation metric (mean, std, a bootstrap 95% interval of the mean, the
 interquartile mean and its bootstrap 95% interval), and the median env steps and wall seconds of
-the solved runs (statistics in :mod:`her_rl.summary_stats`). Written as ``summary.csv`` (one column
-per setting key) and ``summary.md`` in DIR, printed as a table; ``curves.png`` and ``by_<key>.png``
+the solved runs (statistics in :mod:`her_rl.summary_stats`), and each failed run's reason. Written as
+``summary.csv`` (one column per setting key) and ``summary.md`` in DIR, printed as a table; ``curves.png`` and ``by_<key>.png``
 come from :mod:`her_rl.summary_plots`, which reads each run's curve from its ``metrics.jsonl``
 (:mod:`her_rl.metrics`; TensorBoard events only for folders written before that file existed).
 
@@ -29,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 from hydra.experimental.callback import Callback
 
+from her_rl import sweep_failures
 from her_rl.summary_runs import NUMBER_KEYS, BadRun, Run, find_runs, read_run, read_runs  # noqa: F401 (re-exported)
 from her_rl.summary_stats import bootstrap_ci, iqm, iqm_ci
 
@@ -76,9 +78,17 @@ def _sort_key(keys: dict[str, str], columns: Sequence[str]) -> tuple:
     return tuple(out)
 
 
-def summarise(runs: Sequence[Run]) -> list[dict[str, Any]]:
+def _where(folder: Path, root: Path | None) -> str:
+    try:
+        return str(folder.relative_to(root)) if root is not None else str(folder)
+    except ValueError:
+        return str(folder)
+
+
+def summarise(runs: Sequence[Run], root: Path | None = None) -> list[dict[str, Any]]:
     """One row per setting, sorted by its keys (see :func:`_sort_key`); a row holds ``setting`` (the
-    overrides as one label), ``keys`` (key -> value) and the :data:`STATS` columns."""
+    overrides as one label), ``keys`` (key -> value), the :data:`STATS` columns and ``errors``: each
+    run folder (below ``root``) whose last attempt failed, with the reason."""
     rows = []
     for setting in dict.fromkeys(r.setting for r in runs):
         group = [r for r in runs if r.setting == setting]
@@ -98,6 +108,7 @@ def summarise(runs: Sequence[Run]) -> list[dict[str, Any]]:
             "iqm": iqm(values), "iqm_ci_low": iqm_lo, "iqm_ci_high": iqm_hi,
             "median_steps_to_solve": _median([r.results.get("solved_at_env_steps") for r in solved]),
             "median_wall_s": _median([r.results.get("wall_time_s") for r in solved]),
+            "errors": [(_where(r.folder, root), r.error) for r in group if r.error],
         })
     columns = key_columns(rows)
     return sorted(rows, key=lambda row: _sort_key(row["keys"], columns))
@@ -110,11 +121,13 @@ def key_columns(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 def csv_rows(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
     """Header and rows of summary.csv: one column per setting key (empty where a row lacks it; a key
-    named like a statistic becomes ``setting.<key>``), then the statistics."""
+    named like a statistic or ``errors`` becomes ``setting.<key>``), the statistics, then ``errors``
+    (``folder: reason`` of each failed run, joined by `` | ``)."""
     keys = key_columns(rows)
-    names = {k: f"setting.{k}" if k in STATS else k for k in keys}
-    out = [{**{names[k]: row["keys"].get(k, "") for k in keys}, **{c: row[c] for c in STATS}} for row in rows]
-    return [names[k] for k in keys] + STATS, out
+    names = {k: f"setting.{k}" if k in (*STATS, "errors") else k for k in keys}
+    out = [{**{names[k]: row["keys"].get(k, "") for k in keys}, **{c: row[c] for c in STATS},
+            "errors": " | ".join(f"{where}: {error}" for where, error in row.get("errors", []))} for row in rows]
+    return [names[k] for k in keys] + STATS + ["errors"], out
 
 
 def _fmt(value: Any) -> str:
@@ -128,7 +141,8 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
             "iqm", "iqm_ci_low", "iqm_ci_high", "median_steps_to_solve", "median_wall_s"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_fmt(row[c]) for c in cols) + " |" for row in rows]
-    return "\n".join(lines)
+    failed = [f"- {where}: {error}" for row in rows for where, error in row.get("errors", [])]
+    return "\n".join(lines + (["", "Failed runs (why each last attempt stopped):", *failed] if failed else []))
 
 
 def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
@@ -149,8 +163,8 @@ def write_summary(root: Path, plots: bool = True, out=None, err=None, prog: str 
         print(f"{prog}: warning: skipped {folder}: {why}", file=err)
     if not runs:
         left = f" ({len(bad)} run folders skipped, listed above)" if bad else ""
-        raise FileNotFoundError(f"no readable run folders (history.jsonl or results.json) below {root}{left}")
-    rows = summarise(runs)
+        raise FileNotFoundError(f"no readable run folders (history.jsonl, results.json or failed.json) below {root}{left}")
+    rows = summarise(runs, root)
     table = markdown(rows)
     print(table, file=out)
     print(f"{len(runs)} runs in {len(rows)} settings" + (f"; {len(bad)} run folders skipped (listed on stderr)" if bad else ""),
@@ -180,7 +194,11 @@ def write_summary(root: Path, plots: bool = True, out=None, err=None, prog: str 
 
 
 class SummaryCallback(Callback):
-    """Hydra callback: summarise the sweep folder when a multirun ends (``hydra.callbacks``)."""
+    """Hydra callback: summarise the sweep folder when a multirun ends (``hydra.callbacks``), and note
+    its failed jobs for her-run's exit (:mod:`her_rl.sweep_failures`)."""
+
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        sweep_failures.start_sweep()
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         root = Path(str(config.hydra.sweep.dir))
@@ -188,6 +206,10 @@ class SummaryCallback(Callback):
             write_summary(root, prog="her-run")
         except Exception as exc:  # noqa: BLE001  (a summary must never turn a finished sweep into a failure)
             print(f"her-run: warning: no sweep summary for {root}: {exc}", file=sys.stderr)
+        try:
+            sweep_failures.end_sweep(root)
+        except OSError as exc:
+            print(f"her-run: warning: cannot list the failed jobs of {root}: {exc.strerror or exc}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

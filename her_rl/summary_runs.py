@@ -1,10 +1,13 @@
 """Reading run folders for summaries: which runs a folder holds, and which of their files can be trusted.
 
-A run folder is one with a ``history.jsonl`` or a ``results.json``. Its setting is the overrides on
-the first line of ``history.jsonl`` that define an experiment (her_rl/bookkeeping.py); its status is
-done (a valid ``results.json``), running (a live process holds its lock) or failed. A folder whose
-results.json is not a JSON object of numbers, whose history line is not JSON, or whose config.yaml
-is not a mapping is a :class:`BadRun` naming each damaged file.
+A run folder is one with a ``history.jsonl``, a ``results.json`` or a ``failed.json`` (a sweep job
+that failed: :mod:`her_rl.sweep_failures`). Its setting is the overrides on the first line of
+``history.jsonl`` (else those of ``failed.json``) that define an experiment (her_rl/bookkeeping.py),
+with values unescaped as Hydra's grammar reads them; its status is done (a valid ``results.json``),
+running (a live process holds its lock) or failed, and ``error`` is the reason its last attempt
+failed. A folder whose results.json is not a JSON object of numbers, whose history line or
+failed.json is not JSON, or whose config.yaml is not a mapping is a :class:`BadRun` naming each
+damaged file.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from her_rl import bookkeeping
+from her_rl.sweep_failures import FAILED
+from her_rl.sweep_failures import read as read_failure
 
 # results.json keys the summary uses, with the types a real run writes (None: not evaluated / not solved).
 NUMBER_KEYS = ("eval_success_rate", "eval_return", "solved_at_env_steps", "wall_time_s", "env_steps")
@@ -29,6 +34,7 @@ class Run:
     status: str  # done | running | failed
     results: dict[str, Any] = field(default_factory=dict)
     goal_env: bool = True
+    error: str | None = None  # why its last attempt failed (failed.json)
 
 
 class BadRun(ValueError):
@@ -79,6 +85,28 @@ def _overrides(folder: Path) -> list[str]:
     return overrides
 
 
+def _unescaped(override: str) -> str:
+    """``env.id=mod\\:A-v0`` (a sweep job's override, escaped by Hydra) -> ``env.id=mod:A-v0``, as a
+    single run records it, so both land in one setting."""
+    if "\\" not in override:
+        return override
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_override(override)
+    except Exception:  # noqa: BLE001  (not Hydra's grammar: kept as written)
+        return override
+    value = parsed.value()
+    return f"{parsed.get_key_element()}={value}" if isinstance(value, str) and not parsed.is_sweep_override() else override
+
+
+def _newer(a: Path, b: Path) -> bool:
+    try:
+        return a.stat().st_mtime_ns > b.stat().st_mtime_ns
+    except OSError:
+        return True
+
+
 def _results(path: Path) -> dict[str, Any]:
     results = _json(path, _read_text(path), "results.json")
     if not isinstance(results, dict):
@@ -127,20 +155,31 @@ def read_run(folder: Path) -> Run:
         _check_config(folder)
     except BadRun as exc:
         problems.append(str(exc))
+    failure = None
+    if (folder / FAILED).exists():
+        try:
+            failure = read_failure(folder / FAILED)
+        except ValueError as exc:
+            problems.append(str(exc))
     if problems:
         raise BadRun("; ".join(problems))
+    if failure is not None and not (folder / "history.jsonl").exists():  # failed before its first history line
+        listed = failure.get("overrides")
+        overrides = [o for o in listed if isinstance(o, str)] if isinstance(listed, list) else []
+    overrides = [_unescaped(o) for o in overrides]
+    error = failure["error"] if failure is not None and (results is None or _newer(folder / FAILED, results_file)) else None
     seed = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "seed"), None)
     seed = int(seed) if seed is not None and seed.lstrip("-").isdigit() else None
     setting = tuple(sorted(o for o in overrides if bookkeeping.is_setting(o)))
     if results is not None:
-        return Run(folder, setting, results.get("seed", seed), "done", results, "eval_success_rate" in results)
-    return Run(folder, setting, seed, "running" if _live(folder) else "failed")
+        return Run(folder, setting, results.get("seed", seed), "done", results, "eval_success_rate" in results, error)
+    return Run(folder, setting, seed, "running" if _live(folder) else "failed", error=error)
 
 
 def read_runs(root: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
-    """Every run folder below ``root`` (a folder with a history.jsonl or a results.json), sorted, and
-    the folders left out with what is wrong in each."""
-    folders = {p.parent for pattern in ("history.jsonl", "results.json") for p in root.rglob(pattern)}
+    """Every run folder below ``root`` (a folder with a history.jsonl, results.json or failed.json),
+    sorted, and the folders left out with what is wrong in each."""
+    folders = {p.parent for pattern in ("history.jsonl", "results.json", FAILED) for p in root.rglob(pattern)}
     runs, bad = [], []
     for folder in sorted(folders):
         try:

@@ -164,7 +164,7 @@ def test_rows_carry_iqm_beside_mean_and_no_interval_from_one_seed(mixed):
     write_summary(mixed, plots=False)
     with open(mixed / "summary.csv", newline="") as f:
         header = next(csv.reader(f))
-    assert header[-5:] == ["iqm", "iqm_ci_low", "iqm_ci_high", "median_steps_to_solve", "median_wall_s"]
+    assert header[-6:] == ["iqm", "iqm_ci_low", "iqm_ci_high", "median_steps_to_solve", "median_wall_s", "errors"]
     assert "| iqm | iqm_ci_low | iqm_ci_high |" in (mixed / "summary.md").read_text()
 
 
