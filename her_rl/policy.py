@@ -36,11 +36,15 @@ def checkpoint_path(path: str | Path) -> Path:
 def make_env(env_cfg: dict[str, Any], render_mode: str | None = None, **kwargs: Any) -> gym.Env:
     """The single gymnasium env of an ``env`` config group (``kwargs`` override the group's)."""
     import her_rl.envs  # noqa: F401  (registers her_rl/* ids)
+    from her_rl.envs.checks import time_limit
     from her_rl.envs.custom import registered_id
     from her_rl.envs.fetch import ensure_registered
 
     ensure_registered(env_cfg["id"], env_cfg.get("name"))
     options = {**dict(env_cfg.get("kwargs") or {}), **kwargs}
+    limit = time_limit(env_cfg, registered_id(env_cfg["id"])).limit  # the run's step limit: a video never hangs
+    if limit is not None and "max_episode_steps" not in kwargs:
+        options["max_episode_steps"] = limit
     if render_mode is not None:
         options["render_mode"] = render_mode
     return gym.make(registered_id(env_cfg["id"]), **options)
