@@ -102,6 +102,7 @@ $(VENV)/.docs: $(STAMP)
 
 docs: $(VENV)/.docs
 	$(BIN)/python scripts/config_reference.py --check
+	$(BIN)/python scripts/tb_tags.py --check
 	$(BIN)/mkdocs build --strict
 
 docs-serve: $(VENV)/.docs

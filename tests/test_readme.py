@@ -254,3 +254,17 @@ def test_design_page_names_every_module():
     modules = sorted(p for p in (ROOT / "her_rl").rglob("*.py") if p.stem != "__init__")
     missing = [str(p.relative_to(ROOT)) for p in modules if not re.search(rf"\b{p.stem}\b", text)]
     assert not missing, f"docs/design.md does not name {missing}"
+
+
+def test_every_env_gym_command_names_its_env_id():
+    """`env=gym` has no env of its own: every her-run command on the pages (in a block or a code span)
+    that picks it also gives `env.id=`."""
+    commands = []
+    for path in PAGES:
+        text = path.read_text(encoding="utf-8")
+        found = re.findall(r"^\s*(?:\$\s*)?(her-run\b[^\n]*)", text, flags=re.M)
+        found += re.findall(r"`(her-run\b[^`]*)`", text)
+        commands += [(page_name(path), c.split("#", 1)[0]) for c in found]
+    assert commands, "no her-run command found on the pages"
+    bad = [(page, c) for page, c in commands if re.search(r"(?<![\w.])env=gym\b", c) and "env.id=" not in c]
+    assert not bad, f"env=gym without env.id: {bad}"
