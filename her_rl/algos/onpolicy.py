@@ -149,7 +149,8 @@ class OnPolicyLearner:
         self.global_step += ro.env_steps
         self.iteration += 1
         return IterationResult(env_steps=ro.env_steps, metrics=metrics, episode_returns=ro.episode_returns,
-                               episode_lengths=ro.episode_lengths, episode_successes=ro.episode_successes)
+                               episode_lengths=ro.episode_lengths, episode_successes=ro.episode_successes,
+                               episode_any_successes=ro.episode_any_successes)
 
     # -- checkpoints ---------------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -181,6 +181,7 @@ class Rollout:
     episode_returns: list[float] = field(default_factory=list)
     episode_lengths: list[int] = field(default_factory=list)
     episode_successes: list[float] = field(default_factory=list)
+    episode_any_successes: list[float] = field(default_factory=list)  # reached the goal at any step
 
     @property
     def dones(self) -> torch.Tensor:
@@ -228,6 +229,7 @@ class RolloutCollector:
         self._prev_done = np.zeros(self.num_envs, dtype=bool)
         self._ep_ret = np.zeros(self.num_envs, dtype=np.float64)
         self._ep_len = np.zeros(self.num_envs, dtype=np.int64)
+        self._ep_any = np.zeros(self.num_envs, dtype=bool)
 
     def _tensor(self, x: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(x).to(self.device)
@@ -237,7 +239,7 @@ class RolloutCollector:
     def state_dict(self) -> dict:
         """The episodes in progress: the last observations, what the collector counts of them and
         the vector env's own state (None where it cannot be saved: see :mod:`her_rl.envs.state`)."""
-        state = {name: torch.from_numpy(getattr(self, "_" + name).copy()) for name in ("obs", *self._COUNTS)}
+        state = {name: torch.from_numpy(getattr(self, "_" + name).copy()) for name in ("obs", *self._COUNTS, "ep_any")}
         return {**state, "envs": env_state(self.envs)}
 
     def load_state_dict(self, state: dict) -> bool:
@@ -251,6 +253,8 @@ class RolloutCollector:
         self._obs = obs.astype(np.float32)
         for name, dtype in self._COUNTS.items():
             setattr(self, "_" + name, state[name].numpy().astype(dtype).reshape(self.num_envs))
+        if "ep_any" in state:  # checkpoints from before any-step success have none: nothing reached yet
+            self._ep_any = state["ep_any"].numpy().astype(bool).reshape(self.num_envs)
         return True
 
     @torch.no_grad()
@@ -265,7 +269,7 @@ class RolloutCollector:
             num_steps = max_steps
         finished = np.zeros(self.num_envs, dtype=bool)
         buf: dict[str, list] = {k: [] for k in ("obs", "raw", "act", "logp", "rew", "term", "trunc", "valid")}
-        rets, lens, succ = [], [], []
+        rets, lens, succ, any_succ = [], [], [], []
         for _ in range(num_steps):
             obs_t = self._tensor(self.obs_proc.normalize(self._obs, update=True))
             actions, logp = act_fn(obs_t)
@@ -276,13 +280,16 @@ class RolloutCollector:
             done = term | trunc
             self._ep_ret += rew
             self._ep_len += valid
-            success = self.success.at_step(infos, next_obs) if done.any() else None
+            success = self.success.at_step(infos, next_obs)  # every step: any-step success needs each
+            if success is not None:
+                self._ep_any |= valid & success
             for i in np.flatnonzero(done):
                 rets.append(float(self._ep_ret[i]))
                 lens.append(int(self._ep_len[i]))
                 if success is not None:
                     succ.append(float(success[i]))
-            self._ep_ret[done], self._ep_len[done] = 0.0, 0
+                    any_succ.append(float(self._ep_any[i]))
+            self._ep_ret[done], self._ep_len[done], self._ep_any[done] = 0.0, 0, False
             buf["obs"].append(obs_t)
             buf["raw"].append(self._tensor(self._obs))
             buf["act"].append(actions)
@@ -304,4 +311,4 @@ class RolloutCollector:
         return Rollout(obs=obs, obs_raw=torch.stack(buf["raw"] + [self._tensor(self._obs)]), actions=stacked["act"],
                        logp=stacked["logp"], values=values, rewards=stacked["rew"], terminated=stacked["term"],
                        truncated=stacked["trunc"], valid=stacked["valid"], episode_returns=rets,
-                       episode_lengths=lens, episode_successes=succ)
+                       episode_lengths=lens, episode_successes=succ, episode_any_successes=any_succ)
