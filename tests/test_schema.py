@@ -153,6 +153,12 @@ class _BoxGoalEnv(gym.Env):
     def compute_reward(self, achieved_goal, desired_goal, info):
         return -np.ones(np.shape(achieved_goal)[:-1])
 
+    def reset(self, seed=None, options=None):  # the config check takes one reset and one step
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), -1.0, False, False, {}
+
 
 def test_goal_env_with_box_actions_is_refused_for_her_dqn():
     if "test_her_rl/BoxGoal-v0" not in gym.registry:
