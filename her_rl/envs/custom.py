@@ -17,15 +17,10 @@ from typing import Iterable
 
 import gymnasium as gym
 
+from her_rl.envs.families import split_id  # noqa: F401  (also importable from here)
 from her_rl.errors import ConfigError
 
 MISSING = "???"  # OmegaConf's mandatory value, as a resolved config holds it (env=gym's id)
-
-
-def split_id(env_id: str) -> tuple[str | None, str]:
-    """``"pkg.mod:Name-v0"`` -> ``("pkg.mod", "Name-v0")``; a plain id has no module."""
-    module, sep, name = str(env_id).rpartition(":")
-    return (module, name) if sep and module else (None, str(env_id))
 
 
 def import_env_module(env_id: str) -> None:
