@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-# The third-party env families and SB3 peers (robotics, panda, bench extras): CI installs them so their tests run.
+# The third-party env families, the SB3 peers and Ray (robotics, panda, bench, ray extras): CI installs them so their tests run.
 .PHONY: install install-extras docs docs-serve run test bench bench-her bench-ppo bench-push bench-env bench-continuous bench-fetch clean
 
 install: $(STAMP)
@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[test,launchers,tune,video]"
 	touch $(STAMP)
 
+# Ray last, on its own: hydra-ray-launcher pins an older cloudpickle, which the joblib launcher still runs with.
 $(VENV)/.extras: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[robotics,panda,bench]"
+	$(BIN)/pip install --quiet -e ".[ray]"
 	touch $@
 
 install-extras: $(VENV)/.extras
