@@ -147,8 +147,14 @@ def _check_rng(state: Any, path: Path) -> None:
 
 def write_atomic_text(path: str | os.PathLike, text: str) -> None:
     """Replace a small text file (results.json, config) atomically, through a unique temp file."""
-    path = Path(path)
-    _write_atomic(path, lambda f: f.write(text.encode()))
+    write_atomic_bytes(path, text.encode())
+
+
+def write_atomic_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: a temp file in the same folder, fsync, rename. A
+    symlink at ``path`` is replaced by the file, never written through; on OSError (a full disk) the
+    previous file is untouched and no temp file is left."""
+    _write_atomic(Path(path), lambda f: f.write(data))
 
 
 def rng_state() -> dict[str, Any]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import math
 import sys
 from pathlib import Path
@@ -31,6 +32,7 @@ import numpy as np
 from hydra.experimental.callback import Callback
 
 from her_rl import sweep_failures
+from her_rl.checkpoint import write_atomic_text
 from her_rl.summary_runs import NUMBER_KEYS, BadRun, Run, find_runs, read_run, read_runs  # noqa: F401 (re-exported)
 from her_rl.summary_stats import bootstrap_ci, iqm, iqm_ci
 
@@ -147,10 +149,11 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
 
 def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     header, body = csv_rows(rows)
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(body)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=header)
+    writer.writeheader()
+    writer.writerows(body)
+    write_atomic_text(path, text.getvalue())  # a link at path is replaced, never written through
 
 
 def write_summary(root: Path, plots: bool = True, out=None, err=None, prog: str = "her-summary") -> list[dict[str, Any]]:
@@ -180,7 +183,7 @@ def write_summary(root: Path, plots: bool = True, out=None, err=None, prog: str 
             print(f"{prog}: error: cannot write {path}: {exc.strerror or exc}", file=err)
 
     attempt(root / "summary.csv", lambda p: _write_csv(p, rows))
-    attempt(root / "summary.md", lambda p: p.write_text(table + "\n"))
+    attempt(root / "summary.md", lambda p: write_atomic_text(p, table + "\n"))
     if plots:
         from her_rl.summary_plots import figures
 

@@ -9,6 +9,7 @@ A run with a single evaluation is a dot at that evaluation, not a line.
 
 from __future__ import annotations
 
+import io
 import math
 import sys
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from her_rl.checkpoint import write_atomic_bytes
 from her_rl.metrics import read_metrics
 from her_rl.summary import Run
 
@@ -160,7 +162,9 @@ def _saver(fig) -> Callable[[Path], None]:
 
     def save(path: Path) -> None:
         try:
-            fig.savefig(path, dpi=120)
+            data = io.BytesIO()
+            fig.savefig(data, dpi=120, format=path.suffix.lstrip(".") or "png")
+            write_atomic_bytes(path, data.getvalue())  # a full disk keeps the previous figure whole
         finally:
             plt.close(fig)
     return save

@@ -219,3 +219,36 @@ def test_curves_come_from_metrics_files_and_from_events_of_older_folders(tmp_pat
     assert line == (f"her-summary: warning: {tmp_path / 'new'}: metrics unreadable (metrics.jsonl line 2 is not a "
                     "JSON object with an integer step); left out of curves.png")
     assert "| n=5 | 3 | 3 |" in (tmp_path / "summary.md").read_text()
+
+
+def test_outputs_linked_elsewhere_are_replaced_not_written_through(tmp_path, capsys):
+    _run_folder(tmp_path / "sweep" / "a", ["n=5", "seed=0"], n=5)
+    elsewhere = tmp_path / "user"
+    elsewhere.mkdir()
+    for name in ("summary.md", "summary.csv", "curves.png"):
+        (elsewhere / name).write_text("the user's own file\n")
+        (tmp_path / "sweep" / name).symlink_to(elsewhere / name)
+    assert main([str(tmp_path / "sweep")]) == 0
+    for name in ("summary.md", "summary.csv", "curves.png"):
+        assert (elsewhere / name).read_text() == "the user's own file\n"
+        written = tmp_path / "sweep" / name
+        assert written.is_file() and not written.is_symlink() and written.stat().st_size > 0
+    assert (tmp_path / "sweep" / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_full_disk_keeps_the_previous_outputs_whole(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from her_rl import checkpoint
+
+    _run_folder(tmp_path / "a", ["n=5", "seed=0"], n=5)
+    assert main([str(tmp_path)]) == 0
+    before = {name: (tmp_path / name).read_bytes() for name in ("summary.md", "summary.csv", "curves.png")}
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(checkpoint.os, "fsync", full)
+    assert main([str(tmp_path)]) == 1  # nothing could be written
+    assert "No space left on device" in capsys.readouterr().err
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before
+    assert not list(tmp_path.glob("*.tmp"))
