@@ -245,11 +245,20 @@ class RunLock:
 
 
 def record(folder: Path, event: str, **fields: Any) -> None:
-    """Append one line to the folder's history: every start and resume with what it changed."""
+    """Append one line to the folder's history: every start and resume with what it changed. A last
+    line cut short (a kill or a full disk mid-write) is dropped first, so the file stays one JSON
+    object per line and the folder keeps resuming."""
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "event": event, "pid": os.getpid(), **fields}
-    fd = os.open(folder / HISTORY, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "a") as f:  # O_NOFOLLOW: never append to the file a link points at
-        f.write(json.dumps(line, default=str) + "\n")
+    fd = os.open(folder / HISTORY, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "r+b") as f:  # O_NOFOLLOW: never append to the file a link points at
+        text = f.read()
+        end = text.rfind(b"\n") + 1  # the end of the last complete line (0: none)
+        if end != len(text):
+            f.truncate(end)
+        f.seek(end)
+        f.write((json.dumps(line, default=str) + "\n").encode())
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def remove_if_empty(folder: Path, stop_at: Path | None = None) -> None:

@@ -1,6 +1,7 @@
 """The run folder (her_rl/rundir.py, checked by her_rl/plan.py): one live run per folder, unique
 default names, and folders that cannot be used or already hold a run are refused."""
 
+import json
 import os
 
 import pytest
@@ -84,3 +85,8 @@ def test_a_history_line_cut_short_by_a_crash_does_not_block_resume(tmp_path):
     with open(out / "history.jsonl", "a") as f:
         f.write('{"event": "resu')  # a killed append
     assert main(["resume=true", "progress=false", "budget.env_steps=600"], out_dir=out)["env_steps"] >= 600
+    lines = (out / "history.jsonl").read_text().splitlines()
+    assert all(isinstance(json.loads(line), dict) for line in lines)  # the torn line is gone, not appended onto
+    assert [json.loads(line)["event"] for line in lines][-1] == "resume"
+    # and the folder resumes again (before the repair, the second resume was refused)
+    assert main(["resume=true", "progress=false", "budget.env_steps=900"], out_dir=out)["env_steps"] >= 900
