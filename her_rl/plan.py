@@ -170,6 +170,19 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
+def _saved_config(out: Path) -> dict[str, Any]:
+    """The ``config.yaml`` of a run that stopped before its first checkpoint; one line if unreadable."""
+    try:
+        saved = OmegaConf.to_container(OmegaConf.load(out / CONFIG), resolve=False)
+    except Exception as exc:  # noqa: BLE001  (unreadable, not YAML, not UTF-8)
+        raise ConfigError(f"resume=auto: cannot read {out / CONFIG} ({one_line(exc)[:200]}); move it away to start "
+                          "a new run there") from None
+    if not isinstance(saved, dict) or not isinstance(saved.get("algo"), dict) or not isinstance(saved.get("env"), dict):
+        raise ConfigError(f"resume=auto: {out / CONFIG} is not a her-rl run's config; move it away to start a new "
+                          "run there")
+    return saved
+
+
 def _check_resume(out: Path, stamp: tuple[int, int] | None, mode: Any) -> None:
     """A checkpoint in the folder only with resume (or a requeued job); resume=true needs one."""
     if stamp is not None and mode is False and not requeue.requeued(out):  # a requeued job resumes
@@ -195,6 +208,11 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
     try:
         stamp = _stamp(out / CHECKPOINT)
         _check_resume(out, stamp, current["resume"])
+        if stamp is None and current["resume"] == "auto" and (out / CONFIG).is_file():
+            # killed before its first checkpoint: the folder's run keeps its identity (its saved config)
+            config, changes = merge(_saved_config(out), current, overrides, verb="resume=auto",
+                                    source="the run in that folder (stopped before its first checkpoint) has")
+            return Plan(config, out, check(config), overrides, changes=changes, ckpt_stamp=None, lock=lock)
         if stamp is None:
             return Plan(current, out, check(current, interpolations(cfg)), overrides, ckpt_stamp=None, lock=lock)
         saved = checkpoint.load(out / CHECKPOINT)

@@ -71,7 +71,8 @@ def _text(value: Any) -> str:
 
 
 def merge(saved: dict[str, Any], current: dict[str, Any], overrides: list[str] | None,
-          verb: str = "resume", extra_safe: tuple[str, ...] = ()) -> tuple[dict[str, Any], dict[str, list]]:
+          verb: str = "resume", extra_safe: tuple[str, ...] = (),
+          source: str = "the checkpoint was trained with") -> tuple[dict[str, Any], dict[str, list]]:
     """The effective config and its changes ``{key: [saved, new]}``.
 
     ``overrides``: the keys given on the command line (Hydra override strings). None means every
@@ -86,7 +87,7 @@ def merge(saved: dict[str, Any], current: dict[str, Any], overrides: list[str] |
     changes: dict[str, list] = {}
 
     def refuse(key: str, old: Any, new: Any) -> ConfigError:
-        return ConfigError(f"cannot {verb}: the checkpoint was trained with {key}={_text(old)}, this run asks for "
+        return ConfigError(f"cannot {verb}: {source} {key}={_text(old)}, this run asks for "
                            f"{key}={_text(new)}; only {bookkeeping.DESCRIPTION}{''.join(', ' + k for k in extra_safe)} may "
                            f"differ (start a new run in another folder to change it)")
 

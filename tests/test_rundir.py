@@ -90,3 +90,17 @@ def test_a_history_line_cut_short_by_a_crash_does_not_block_resume(tmp_path):
     assert [json.loads(line)["event"] for line in lines][-1] == "resume"
     # and the folder resumes again (before the repair, the second resume was refused)
     assert main(["resume=true", "progress=false", "budget.env_steps=900"], out_dir=out)["env_steps"] >= 900
+
+
+def test_resume_auto_on_a_run_killed_before_its_first_checkpoint_keeps_its_config(tmp_path):
+    out = tmp_path / "run"
+    main(["n=6", "progress=false", "budget.env_steps=300"], out_dir=out)
+    for name in ("checkpoint.pt", "results.json"):  # as a kill before the first checkpoint leaves it
+        (out / name).unlink()
+    with pytest.raises(ConfigError, match=r"^cannot resume=auto: the run in that folder \(stopped before its first "
+                                          r"checkpoint\) has n=6, this run asks for n=15"):
+        main(["resume=auto", "n=15", "progress=false"], out_dir=out)
+    results = main(["resume=auto", "progress=false", "budget.env_steps=300"], out_dir=out)
+    from omegaconf import OmegaConf
+
+    assert OmegaConf.load(out / "config.yaml")["n"] == 6 and results["env_steps"] >= 300
