@@ -33,13 +33,36 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
     from her_rl.errors import ConfigError
     from her_rl.runner import compose, run
 
+    if isinstance(overrides, (str, bytes)) or not isinstance(overrides, Sequence):
+        raise ConfigError(f"overrides must be a list of strings such as ['n=8'], got {type(overrides).__name__}")
+    if not isinstance(out_dir, (str, Path, type(None))):
+        raise ConfigError(f"out_dir must be a folder path (a str or Path) or None, got {type(out_dir).__name__}")
     overrides = [str(o) for o in overrides]
+    out_dir = _run_dir(overrides, out_dir)
+    overrides = [o for o in overrides if o.split("=", 1)[0] != "hydra.run.dir"]
     try:
         check_group_names(overrides)
         cfg = compose(overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(hydra_message(exc, overrides)) from None
     return run(cfg, out_dir=out_dir, overrides=overrides)
+
+
+def _run_dir(overrides: list[str], out_dir: str | Path | None) -> str | Path | None:
+    """``hydra.run.dir=D`` among the overrides is ``out_dir=D`` (both given: they must agree); any other
+    ``hydra.`` key is refused, since ``train`` runs one job without Hydra's launcher."""
+    from her_rl.errors import ConfigError
+
+    for override in overrides:
+        key, _, value = override.partition("=")
+        if key == "hydra.run.dir":
+            if out_dir is not None and Path(out_dir) != Path(value):
+                raise ConfigError(f"hydra.run.dir={value} and out_dir={out_dir} name two folders; give one")
+            out_dir = value
+        elif key.lstrip("+~").startswith("hydra.") or key.lstrip("+~").startswith("hydra/"):
+            raise ConfigError(f"{override} is not accepted by her_rl.train, which runs one job in out_dir without "
+                              "Hydra's launcher; use her-run for Hydra's settings")
+    return out_dir
 
 
 def evaluate(policy: Policy, episodes: int = 100, seed: int = 0) -> dict[str, float]:
@@ -54,6 +77,8 @@ def evaluate(policy: Policy, episodes: int = 100, seed: int = 0) -> dict[str, fl
     from her_rl.errors import ConfigError
     from her_rl.schema import MAX_ENVS
 
+    if not isinstance(policy, Policy):
+        raise ConfigError(f"evaluate needs the Policy of her_rl.load(run_folder), got {type(policy).__name__}")
     if not isinstance(episodes, int) or isinstance(episodes, bool) or not 1 <= episodes <= MAX_ENVS:
         raise ConfigError(f"episodes={episodes!r} is not allowed: episodes must be an integer in [1, {MAX_ENVS}]")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:

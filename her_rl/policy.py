@@ -156,6 +156,8 @@ def load(path: str | Path, device: str = "cpu") -> Policy:
     from her_rl.config import check_device
     from her_rl.resume import check_saved
 
+    if not isinstance(path, (str, Path)):
+        raise CheckpointError(f"load needs a run folder or a checkpoint.pt path (a str or Path), got {type(path).__name__}")
     ckpt = checkpoint_path(path)
     saved = checkpoint.load(ckpt)
     config = saved["config"]

@@ -141,3 +141,24 @@ def test_example_script_trains_loads_and_evaluates(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "reached the goal: True" in done.stdout
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: her_rl.train(None), "overrides must be a list of strings"),
+    (lambda: her_rl.train("n=4"), "overrides must be a list of strings"),
+    (lambda: her_rl.train(["n=4"], out_dir=5), "out_dir must be a folder path"),
+    (lambda: her_rl.train(["n=4", "hydra.sweep.dir=x"]), "is not accepted by her_rl.train"),
+    (lambda: her_rl.train(["n=4", "hydra.run.dir=a"], out_dir="b"), "name two folders"),
+    (lambda: her_rl.load(None), "load needs a run folder or a checkpoint.pt path"),
+    (lambda: her_rl.load(123), "load needs a run folder or a checkpoint.pt path"),
+    (lambda: her_rl.evaluate(None), "evaluate needs the Policy of her_rl.load"),
+])
+def test_bad_arguments_to_the_python_api_are_one_her_rl_error(call, message):
+    with pytest.raises(her_rl.ConfigError, match=message) as err:  # CheckpointError is a ConfigError
+        call()
+    assert "\n" not in str(err.value)
+
+
+def test_hydra_run_dir_among_the_overrides_is_the_run_folder(tmp_path):
+    results = her_rl.train(["n=4", "progress=false", "budget.env_steps=64", f"hydra.run.dir={tmp_path / 'here'}"])
+    assert (tmp_path / "here" / "results.json").is_file() and results["env_steps"] >= 64
