@@ -38,10 +38,10 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
     if not isinstance(out_dir, (str, Path, type(None))):
         raise ConfigError(f"out_dir must be a folder path (a str or Path) or None, got {type(out_dir).__name__}")
     overrides = [str(o) for o in overrides]
-    out_dir = _run_dir(overrides, out_dir)
-    overrides = [o for o in overrides if o.split("=", 1)[0] != "hydra.run.dir"]
     try:
-        check_group_names(overrides)
+        check_group_names(overrides)  # first: an override that would run code is refused as her-run refuses it
+        out_dir = _run_dir(overrides, out_dir)
+        overrides = [o for o in overrides if o.split("=", 1)[0] != "hydra.run.dir"]
         cfg = compose(overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(hydra_message(exc, overrides)) from None
