@@ -80,7 +80,7 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
 
     from her_rl.envs import make_vec
     from her_rl.envs.custom import registered_id
-    from her_rl.envs.fetch import ensure_registered
+    from her_rl.envs.families import ensure_registered
     from her_rl.rl.goal import ARRAY_SPACES, GOAL_KEYS, goal_carrier
 
     ensure_registered(env["id"], env.get("name"))  # Fetch ids: gymnasium-robotics registers them, or one line

@@ -38,7 +38,7 @@ def make_env(env_cfg: dict[str, Any], render_mode: str | None = None, **kwargs: 
     import her_rl.envs  # noqa: F401  (registers her_rl/* ids)
     from her_rl.envs.checks import time_limit
     from her_rl.envs.custom import registered_id
-    from her_rl.envs.fetch import ensure_registered
+    from her_rl.envs.families import ensure_registered
 
     ensure_registered(env_cfg["id"], env_cfg.get("name"))
     options = {**dict(env_cfg.get("kwargs") or {}), **kwargs}

@@ -15,7 +15,7 @@ import pytest
 from gymnasium import spaces
 
 import her_rl  # noqa: F401  (registers the env ids)
-from her_rl.envs import fetch
+from her_rl.envs import families, fetch
 from her_rl.errors import ConfigError
 from her_rl.registry import ENVS
 
@@ -39,14 +39,14 @@ def _one_line_refusal(p) -> str:
 def test_fetch_names_are_env_groups():
     assert set(FETCH) <= set(ENVS)
     assert not fetch.needs_robotics("her_rl/Push-v0") and fetch.needs_robotics("FetchPush-v4")
-    fetch.ensure_registered("CartPole-v1")  # other ids: nothing imported, nothing refused
+    families.ensure_registered("CartPole-v1")  # other ids: nothing imported, nothing refused
 
 
 @pytest.mark.parametrize("blocked", ["gymnasium_robotics", "mujoco"])
 def test_missing_extra_is_one_line_naming_the_install_command(monkeypatch, blocked):
     monkeypatch.setitem(sys.modules, blocked, None)  # `import blocked` now raises ImportError
     with pytest.raises(ConfigError) as err:
-        fetch.ensure_registered("FetchPush-v4", "fetch_push")
+        families.ensure_registered("FetchPush-v4", "fetch_push")
     message = str(err.value)
     assert message.startswith("env 'fetch_push' needs the robotics extra") and "\n" not in message
     assert 'pip install -e ".[robotics]" (gymnasium-robotics 1.4.2, mujoco 3.3.7)' in message
@@ -56,7 +56,7 @@ def test_mujoco_4_is_refused(monkeypatch):
     monkeypatch.setitem(sys.modules, "mujoco", type(sys)("mujoco"))
     sys.modules["mujoco"].__version__ = "4.0.0"
     with pytest.raises(ConfigError, match=r"needs mujoco 3.x; mujoco 4.0.0 is installed: pip install"):
-        fetch.ensure_registered("FetchReach-v4", "fetch_reach")
+        families.ensure_registered("FetchReach-v4", "fetch_reach")
 
 
 def test_make_vec_and_the_config_probe_refuse_without_the_extra(monkeypatch):

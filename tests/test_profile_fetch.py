@@ -99,7 +99,8 @@ def test_each_side_is_timed_with_its_own_torch_threads():
 def test_joints_read_by_address_give_the_same_observations_bit_for_bit():
     import gymnasium as gym
 
-    from her_rl.envs.fetch import CachedJointUtils, ensure_registered
+    from her_rl.envs.families import ensure_registered
+    from her_rl.envs.fetch import CachedJointUtils
 
     ensure_registered("FetchPush-v4")
     stock, cached = gym.make("FetchPush-v4"), gym.make("FetchPush-v4")

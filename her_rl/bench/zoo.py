@@ -51,8 +51,8 @@ STRATEGIES = ("future", "final", "episode")  # the hindsight strategies SB3's He
 
 def robotics_missing(env_id: str) -> str | None:
     """None unless ``env_id`` is a Fetch task the installed extras cannot run (both sides need them):
-    then the line :func:`her_rl.envs.fetch.ensure_registered` gives."""
-    from her_rl.envs.fetch import ensure_registered
+    then the line :func:`her_rl.envs.families.ensure_registered` gives."""
+    from her_rl.envs.families import ensure_registered
     from her_rl.errors import ConfigError
 
     try:
@@ -131,7 +131,7 @@ def build(settings: Mapping[str, Any], env_id: str, kwargs: Mapping[str, Any], s
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     import her_rl.envs  # noqa: F401  (registers her_rl/Push-v0 and friends)
-    from her_rl.envs.fetch import ensure_registered
+    from her_rl.envs.families import ensure_registered
 
     ensure_registered(env_id)  # a Fetch task: gymnasium-robotics registers it
     s = settings

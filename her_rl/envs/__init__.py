@@ -17,7 +17,8 @@ from her_rl.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
 from her_rl.envs.checks import EnvFault, guard, raised, time_limit
 from her_rl.envs.custom import registered_id
 from her_rl.envs.drag import DragEnv, DragVectorEnv
-from her_rl.envs.fetch import GoalVectorEnv, cache_joint_lookups, ensure_registered
+from her_rl.envs.families import ensure_registered
+from her_rl.envs.fetch import GoalVectorEnv, cache_joint_lookups
 from her_rl.envs.push import PushEnv, PushVectorEnv
 from her_rl.envs.table import check_table_kwargs
 from her_rl.errors import ConfigError

@@ -32,7 +32,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from her_rl.envs.families import FAMILIES, ensure_registered, family_of  # noqa: F401  (ensure_registered: callers import it here)
+from her_rl.envs.families import FAMILIES, family_of
 
 ROBOTICS = next(f for f in FAMILIES if f.extra == "robotics")
 ROBOTICS_VERSIONS = ROBOTICS.versions
