@@ -48,8 +48,9 @@ def remove_stale_temps(path: Path) -> list[Path]:
     process is the folder's one writer (the runner holds the run folder's lock)."""
     removed = []
     for tmp in path.parent.glob(path.name + ".*.tmp"):
-        tmp.unlink(missing_ok=True)
-        removed.append(tmp)
+        if tmp.is_symlink() or tmp.is_file():  # a folder of that name is not ours to remove; new temps avoid it
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
     return removed
 
 
@@ -89,6 +90,19 @@ def _torch_save(obj: dict[str, Any], f) -> None:
         raise context from None
 
 
+def _not_a_file(path: Path) -> str | None:
+    """Why ``path`` is no regular file to read (None when it is one)."""
+    if path.is_symlink() and not path.exists():
+        return "a symbolic link to nothing (a broken link or a loop)"
+    if not path.exists():
+        return "no such file"
+    if path.is_dir():
+        return "a folder, not a file" + ("" if (path / CHECKPOINT).exists() else f" (and it holds no {CHECKPOINT})")
+    if not path.is_file():
+        return "not a regular file (a FIFO, socket or device)"
+    return None
+
+
 def _why_unloadable(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     found = re.search(r"GLOBAL ([\w.]+)", text)
@@ -102,12 +116,11 @@ def _why_unloadable(exc: BaseException) -> str:
 def load(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Load a her-rl checkpoint safely, or raise a CheckpointError naming the file and why."""
     path = Path(path)
-    if path.is_dir() and (path / CHECKPOINT).is_file():
+    if path.is_dir() and ((path / CHECKPOINT).exists() or (path / CHECKPOINT).is_symlink()):
         path = path / CHECKPOINT  # a run folder stands for its checkpoint
-    if not path.exists():
-        raise CheckpointError(f"cannot load checkpoint {path}: no such file")
-    if not path.is_file():
-        raise CheckpointError(f"cannot load checkpoint {path}: not a file")
+    why = _not_a_file(path)
+    if why:
+        raise CheckpointError(f"cannot load checkpoint {path}: {why}")
     if path.stat().st_size == 0:
         raise CheckpointError(f"cannot load checkpoint {path}: the file is empty (an interrupted save or a full disk)")
     try:

@@ -9,6 +9,7 @@ records greedy episodes into ``videos/`` there instead (:mod:`her_rl.video`).
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
-from her_rl import checkpoint, video
+from her_rl import checkpoint, rundir, video
 from her_rl.build import device_name, load_state as load_agent, make_agent  # noqa: F401  (their names here before)
 from her_rl.config import resolved, validate
 from her_rl.envs import make_vec
@@ -27,6 +28,7 @@ from her_rl.rl.success import EpisodeSuccess, SuccessRule
 from her_rl.rundir import CHECKPOINT
 from her_rl.schema import TOP
 
+EVAL, VIDEOS = "eval.json", "videos"  # what load= writes into a run folder
 build = make_agent  # an agent to train from a run's config, by the name scripts use
 
 
@@ -108,8 +110,67 @@ def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
     validate(config)
     video.check_given(config["video"], overrides)
     out = Path(out_dir) if out_dir is not None else path.parent
-    if config["video"]["enabled"]:
-        return record_videos(path, config, out / "videos")
+    lock = output_folder(out, VIDEOS if config["video"]["enabled"] else EVAL, given=out_dir is not None)
+    try:
+        if config["video"]["enabled"]:
+            return record_videos(path, config, out, lock)
+        report = _evaluate_saved(path, saved, config)
+        try:
+            with _writing(out, lock):
+                checkpoint.write_atomic_text(out / EVAL, json.dumps(report, indent=2) + "\n")
+        except OSError as exc:
+            raise OutputError(f"could not write {out / EVAL} ({exc.strerror or exc}); the report: "
+                              f"{json.dumps(report)}") from None
+        print(json.dumps(report))
+        return report
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def output_folder(out: Path, name: str, given: bool) -> rundir.RunLock | None:
+    """Check, before any work, the folder ``load=`` writes ``name`` into: a her-rl run folder (or a new
+    or empty one), writable, not held by a live run (its lock is taken and returned, None for a
+    folder yet to be made), with no folder, link or other file where ``name`` goes."""
+    hint = "" if given else f" (hydra.run.dir=NEW_FOLDER writes {name} there instead)"
+    try:
+        rundir.check_folder(out)
+        lock = rundir.RunLock.probe(out) if out.is_dir() else None
+    except ConfigError as exc:
+        raise ConfigError(f"load= cannot write {name}: {exc}{hint}") from None
+    target = out / name
+    wrong = target.is_symlink() or (target.exists() and not (target.is_dir() if name == VIDEOS else target.is_file()))
+    if wrong:
+        if lock is not None:
+            lock.release()
+        kind = "a folder" if name == VIDEOS else "a regular file"
+        raise ConfigError(f"load= cannot write {name}: {target} is not {kind}; move it away{hint}")
+    return lock
+
+
+@contextmanager
+def _writing(out: Path, lock: rundir.RunLock | None):
+    """Hold ``out`` while load= writes there: its lock as probed, else the folder made with a lock file
+    (which marks it as her-rl's; both removed again if the write fails)."""
+    if lock is not None:
+        yield
+        return
+    made = not out.exists()
+    lock = rundir.RunLock.acquire(out)
+    try:
+        lock.mark_owner()
+        yield
+    except BaseException:
+        if made:
+            (out / rundir.LOCK).unlink(missing_ok=True)
+            rundir.remove_if_empty(out, stop_at=out.parent)
+        raise
+    finally:
+        lock.release()
+
+
+def _evaluate_saved(path: Path, saved: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """The greedy evaluation of a saved agent: the eval.json report."""
     torch.set_num_threads(int(config["threads"]))
     agent = make_agent(config, config["device"], inference=True, state=saved["agent"], source=path)
     episodes, seed = int(config["eval"]["episodes"]), int(config["seed"])
@@ -121,30 +182,25 @@ def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
     report = {"checkpoint": str(path), "algo": config["algo"]["name"], "env": config["env"]["name"],
               "env_id": config["env"]["id"], "episodes": episodes, "seed": seed,
               **{f"eval_{k}": v for k, v in result.items()}}
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        checkpoint.write_atomic_text(out / "eval.json", json.dumps(report, indent=2) + "\n")
-    except OSError as exc:
-        raise OutputError(f"could not write {out / 'eval.json'} ({exc.strerror or exc}); the report: "
-                          f"{json.dumps(report)}") from None
-    print(json.dumps(report))
     return report
 
 
-def record_videos(path: Path, config: dict[str, Any], folder: Path) -> dict[str, Any]:
+def record_videos(path: Path, config: dict[str, Any], out: Path, lock: rundir.RunLock | None = None) -> dict[str, Any]:
     """``her-run load=PATH video=true``: ``video.episodes`` greedy episodes of the run's policy
     (:func:`her_rl.policy.load`), episode ``i`` from ``reset(seed=seed + i)``, written to
-    ``folder/episode-<i>.<video.format>``; prints one path a line (relative to the working
-    directory when below it)."""
+    ``out/videos/episode-<i>.<video.format>`` (``lock``: ``out``'s, as :func:`output_folder` took it);
+    prints one path a line (relative to the working directory when below it)."""
     from her_rl import policy as policies
 
     options = config["video"]
     torch.set_num_threads(int(config["threads"]))
     video.offscreen()  # before loading: making the policy's env imports MuJoCo for Fetch runs
     policy = policies.load(path, device=str(config["device"]))
+    folder = out / VIDEOS
     try:
-        paths = video.record(policy, folder, episodes=int(options["episodes"]), seed=int(config["seed"]),
-                             fps=options["fps"], fmt=str(options["format"]))
+        with _writing(out, lock):
+            paths = video.record(policy, folder, episodes=int(options["episodes"]), seed=int(config["seed"]),
+                                 fps=options["fps"], fmt=str(options["format"]))
     except OSError as exc:
         raise OutputError(f"could not write the videos into {folder} ({exc.strerror or exc})") from None
     for file in paths:

@@ -153,7 +153,7 @@ def is_sweep_folder(folder: Path, ignore: Iterable[str] = ()) -> bool:
     return not names or SWEEP_FILE in names
 
 
-def _cannot_write_in(folder: Path) -> str | None:
+def cannot_write_in(folder: Path) -> str | None:
     """Why nothing can be created in ``folder`` (None if it can): tried with an empty temporary
     folder, removed at once, since permission bits alone do not tell (root, /proc, read-only mounts)."""
     try:
@@ -170,7 +170,7 @@ def check_folder(folder: Path, what: str = "run folder",
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"cannot use {what} {folder}: it is a file, not a folder")
     parent = folder if folder.exists() else next(p for p in folder.absolute().parents if p.exists())
-    why = f"{parent} is not a folder" if not parent.is_dir() else _cannot_write_in(parent)
+    why = f"{parent} is not a folder" if not parent.is_dir() else cannot_write_in(parent)
     if why:
         raise ConfigError(f"cannot use {what} {folder}: {why}")
     if folder.exists() and not belongs(folder, ignore):

@@ -33,6 +33,7 @@ from hydra.experimental.callback import Callback
 
 from her_rl import sweep_failures
 from her_rl.checkpoint import write_atomic_text
+from her_rl.rundir import cannot_write_in
 from her_rl.summary_runs import NUMBER_KEYS, BadRun, Run, find_runs, read_run, read_runs  # noqa: F401 (re-exported)
 from her_rl.summary_stats import bootstrap_ci, iqm, iqm_ci
 
@@ -161,6 +162,9 @@ def write_summary(root: Path, plots: bool = True, out=None, err=None, prog: str 
     the figures. A damaged run folder or an output that cannot be written is one line on ``err``.
     FileNotFoundError when no readable run is there; :class:`NothingWritten` when no file could be written."""
     out, err = out or sys.stdout, err or sys.stderr  # looked up now: tests and callers may swap them
+    why = cannot_write_in(root)  # before any work: a folder nothing can be written in (/proc, read-only)
+    if why:
+        raise NothingWritten(why)
     runs, bad = read_runs(root)
     for folder, why in bad:
         print(f"{prog}: warning: skipped {folder}: {why}", file=err)

@@ -212,12 +212,15 @@ def record(policy, folder: str | Path, episodes: int = DEFAULTS["episodes"], see
         obs, _ = env.reset(seed=int(seed))
         frame = _render(env)  # checked before the folder is made: a refused env writes nothing
         rate = float(fps or getattr(env, "metadata", {}).get("render_fps") or DEFAULT_FPS)
+        if folder.is_symlink():
+            raise VideoError(f"cannot record into {folder}: it is a symbolic link; move it away")
         folder.mkdir(parents=True, exist_ok=True)
         for i in range(int(episodes)):
             if i > 0:
                 obs, _ = env.reset(seed=int(seed) + i)
                 frame = _render(env)
             partial.append(folder / f".episode-{i}.partial.{fmt}")
+            partial[-1].unlink(missing_ok=True)  # a link left under this name is not written through
             writer = _Writer(imageio, partial[-1], fmt, rate)
             try:
                 writer.append(frame)
@@ -239,12 +242,21 @@ def record(policy, folder: str | Path, episodes: int = DEFAULTS["episodes"], see
         env.close()
     paths = [folder / f"episode-{i}.{fmt}" for i in range(len(partial))]
     for src, dst in zip(partial, paths):
-        os.replace(src, dst)
+        _fsync(src)
+        os.replace(src, dst)  # a link at dst is replaced, never written through
     for old in folder.glob(f"episode-*.{fmt}"):  # a longer earlier recording's extra episodes
         found = re.fullmatch(rf"episode-(\d+)\.{fmt}", old.name)
         if found and int(found.group(1)) >= len(paths):
             old.unlink()
     return paths
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def shown(path: Path) -> str:
