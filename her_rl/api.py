@@ -14,6 +14,7 @@ stays light.
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -30,14 +31,19 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
     from omegaconf.errors import OmegaConfBaseException
 
     from her_rl.cli import check_group_names, hydra_message
-    from her_rl.errors import ConfigError
+    from her_rl.errors import ConfigError, one_line
     from her_rl.runner import compose, run
 
     if isinstance(overrides, (str, bytes)) or not isinstance(overrides, Sequence):
         raise ConfigError(f"overrides must be a list of strings such as ['n=8'], got {type(overrides).__name__}")
     if not isinstance(out_dir, (str, Path, type(None))):
         raise ConfigError(f"out_dir must be a folder path (a str or Path) or None, got {type(out_dir).__name__}")
-    overrides = [str(o) for o in overrides]
+    wrong = next(((i, o) for i, o in enumerate(overrides) if not isinstance(o, str)), None)
+    if wrong is not None:  # str(None) or str(8) would reach Hydra as an override it cannot explain
+        index, value = wrong
+        raise ConfigError(f"overrides[{index}] is {one_line(repr(value))[:60]} ({type(value).__name__}); each override "
+                          "must be a string such as 'n=8'")
+    overrides = list(overrides)
     try:
         check_group_names(overrides)  # first: an override that would run code is refused as her-run refuses it
         out_dir = _run_dir(overrides, out_dir)
@@ -79,16 +85,22 @@ def evaluate(policy: Policy, episodes: int = 100, seed: int = 0) -> dict[str, fl
 
     if not isinstance(policy, Policy):
         raise ConfigError(f"evaluate needs the Policy of her_rl.load(run_folder), got {type(policy).__name__}")
-    if not isinstance(episodes, int) or isinstance(episodes, bool) or not 1 <= episodes <= MAX_ENVS:
+    if not _is_int(episodes) or not 1 <= episodes <= MAX_ENVS:
         raise ConfigError(f"episodes={episodes!r} is not allowed: episodes must be an integer in [1, {MAX_ENVS}]")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+    if not _is_int(seed) or seed < 0:
         raise ConfigError(f"seed={seed!r} is not allowed: seed must be an integer >= 0")
+    episodes, seed = int(episodes), int(seed)
     envs = make_vec(policy.config["env"], episodes, seed=seed)
     try:
         result = evaluate_agent(policy.agent, envs, seed, success_rule_of(policy.agent, policy.config["env"]))
     finally:
         envs.close()
     return {"episodes": episodes, **result}
+
+
+def _is_int(value: Any) -> bool:
+    """An integer (numpy's too), not a bool: ``True`` episodes would be one by accident."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 __all__ = ["Policy", "evaluate", "load", "train"]

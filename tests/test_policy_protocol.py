@@ -1,5 +1,6 @@
 """``Policy.predict`` speaks Stable-Baselines3's ``predict`` protocol: SB3's own ``evaluate_policy`` over
-its ``DummyVecEnv`` takes a loaded her-rl policy as it is, and bad input is one clear ``ValueError``."""
+its ``DummyVecEnv`` takes a loaded her-rl policy as it is, and bad input is one clear ``ValueError``
+(her-rl's ``ConfigError``)."""
 
 import numpy as np
 import pytest
@@ -101,7 +102,7 @@ def test_bad_input_is_one_clear_value_error(policies, name):
         with pytest.raises(ValueError, match=message) as caught:
             policy.predict(bad)
         assert "\n" not in str(caught.value)
-        assert type(caught.value) is ValueError  # not a numpy or torch error that happens to subclass it
+        assert type(caught.value) is her_rl.ConfigError  # a ValueError, not a numpy or torch one that subclasses it
 
 
 def test_extra_keys_are_ignored(policies):
