@@ -5,6 +5,8 @@ Whenever the folder already holds events, the writer is opened with ``purge_step
 step this run will log (the checkpoint's step + 1 on resume, 0 for a fresh start in a folder whose
 earlier run never reached a checkpoint), so TensorBoard drops anything logged after the state this
 run continues from: no step is lost or shown twice. ``metrics.jsonl`` drops those lines on open.
+The trainer flushes both (:meth:`RunLogger.flush`) before it writes each checkpoint, so what a
+checkpoint covers is on disk even when the run is then SIGKILLed.
 """
 
 from __future__ import annotations

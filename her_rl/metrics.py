@@ -6,10 +6,21 @@ One JSON object a line, one line per env step at which anything was logged, step
 
 ``step`` is the env step, ``wall_time`` the Unix time (seconds) its last value was logged, and
 every other key a tag as TensorBoard shows it (``charts/*``, ``losses/*``, ``eval/*``); a
-non-finite value is ``null``. Lines are appended as the run goes and the file is flushed at every
-evaluation and when the run ends, so a killed run keeps what it logged (perhaps with a cut last
-line, which the reader skips). A run that starts in a folder that already has the file keeps only
-the lines before the step it continues from (as TensorBoard's ``purge_step``): no step appears twice.
+non-finite value is ``null``. Lines are appended as the run goes (a step's line once the step is
+complete). The file is flushed (no fsync) at every evaluation, before every checkpoint is written
+and when the run ends, so a killed run keeps every line its last checkpoint covers (perhaps with a
+cut last line, which the reader skips). A run that starts in a folder that already has the file
+keeps only the lines before the step it continues from (as TensorBoard's ``purge_step``): no step
+appears twice, and none is lost.
+
+So a run killed (even by SIGKILL) and resumed has the same ``metrics.jsonl`` as one that never
+stopped, line for line and value for value, except for what measures the clock rather than the
+training: ``wall_time`` and the tags in :data:`WALL_CLOCK_TAGS` (``charts/SPS``, env steps per
+second). Every other tag (losses, training episodes, epsilon, evaluations) is a function of the
+seed and the checkpointed state (on CPU, as the run itself).
+
+On resume a line that is not a JSON object with an integer ``step`` (bytes that are not UTF-8,
+a line cut short) is dropped: the file is repaired to its good lines rather than refused.
 
 :func:`read_metrics` reads it back, tag by tag; for run folders written before the file existed
 it reads the TensorBoard events instead.
@@ -24,6 +35,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 METRICS = "metrics.jsonl"
+WALL_CLOCK_TAGS = ("charts/SPS",)
+"""Tags that time the run: they differ between a resumed run and one that never stopped."""
 
 
 class Point(NamedTuple):
@@ -39,10 +52,11 @@ class MetricsWriter:
         from her_rl.checkpoint import remove_stale_temps, write_atomic_text
 
         self.path = Path(folder) / METRICS
-        remove_stale_temps(self.path)  # a rewrite a killed run left half done
+        remove_stale_temps(self.path)  # a rewrite a killed run left half done (a folder of that name stays)
+        self.damaged: list[int] = []  # numbers of the damaged lines dropped on open (a cut last line is not told)
         if self.path.exists():  # drop what a run logged after the state this one continues from
-            kept = [text for text, line in _lines(self.path, skip_bad=True) if line["step"] < start_step]
-            write_atomic_text(self.path, "".join(text + "\n" for text in kept))
+            lines = _lines(self.path, skip_bad=self.damaged) if start_step > 0 else []
+            write_atomic_text(self.path, "".join(text + "\n" for text, line in lines if line["step"] < start_step))
         self.file = open(self.path, "a", encoding="utf-8")
         self.pending: dict[str, Any] | None = None  # the line of the current step, written when it is complete
 
@@ -76,20 +90,27 @@ def _number(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _lines(path: Path, skip_bad: bool = False) -> list[tuple[str, dict[str, Any]]]:
+def _lines(path: Path, skip_bad: list[int] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """(text, object) of every line; a last line cut short by a kill is skipped, any other bad
-    line is a ValueError naming it (``skip_bad``: skipped too)."""
-    texts = path.read_text(encoding="utf-8").splitlines()
+    line (not UTF-8, not a JSON object with an integer step) is a ValueError naming it, or with
+    ``skip_bad`` (a list) skipped too and its number appended there."""
+    raw = path.read_bytes().split(b"\n")
+    if raw[-1] == b"":  # the file ends with a newline, as a complete one does
+        raw.pop()
     out = []
-    for number, text in enumerate(texts, 1):
+    for number, data in enumerate(raw, 1):
         try:
+            text = data.decode("utf-8")  # decoded line by line: a bad byte damages one line, not the file
             line = json.loads(text)
-            if not isinstance(line, dict) or not isinstance(line.get("step"), int):
+            if not isinstance(line, dict) or type(line.get("step")) is not int:
                 raise ValueError
-        except ValueError:
-            if number == len(texts) or skip_bad:
+        except ValueError:  # UnicodeDecodeError is one
+            if number == len(raw):
                 continue
-            raise ValueError(f"{path.name} line {number} is not a JSON object with an integer step") from None
+            if skip_bad is None:
+                raise ValueError(f"{path.name} line {number} is not a JSON object with an integer step") from None
+            skip_bad.append(number)
+            continue
         out.append((text, line))
     return out
 

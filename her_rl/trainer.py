@@ -5,7 +5,8 @@ when due (every ``eval.every_env_steps`` env steps, else every ``eval.every_iter
 iterations), checkpoint every ``checkpoint.every_s`` seconds (a fresh run after its first
 iteration). It stops at the env-step or wall-time budget, once solved (``eval.stop_when_solved``)
 or at the end of the iteration in which a signal came (:mod:`her_rl.signals`), then evaluates the
-final policy and writes the final checkpoint.
+final policy and writes the final checkpoint. A checkpoint due after an iteration is written when
+the loop goes on (before the next one), never just before the final one.
 """
 
 from __future__ import annotations
@@ -130,6 +131,9 @@ class Trainer:
         self.save_failing = False  # the last checkpoint write failed (warned once per streak)
         self.evaluated_at = state.iteration if state.eval is not None else -1
         self.logger = RunLogger(plan.out, start_step=state.env_steps + 1 if state.env_steps else 0)
+        if self.logger.metrics.damaged:  # lines her-rl did not write: repaired rather than refused
+            warn(f"{self.logger.metrics.path}: dropped {len(self.logger.metrics.damaged)} damaged line(s) "
+                 f"(line {self.logger.metrics.damaged[0]} first); the rest is kept")
         label, parallel = job_label(config["algo"]["name"], config["env"]["name"])
         self.progress = Progress(self.budget, self.wall_budget, step=state.env_steps, elapsed=state.wall_time_s,
                                  label=label, enabled=bool(config["progress"]), plain=parallel)
@@ -184,11 +188,20 @@ class Trainer:
         return (f"its last checkpoint (env step {self.saved_at:,}) is kept: fix the env, then resume with "
                 f"resume=true hydra.run.dir={self.plan.out}")
 
+    def _stopping(self) -> bool:
+        s = self.state
+        return (s.env_steps >= self.budget or s.solved or bool(self.signals.received)
+                or (self.wall_budget is not None and time.perf_counter() - self.start >= self.wall_budget))
+
     def _loop(self) -> None:
         s, every_s = self.state, self.config["checkpoint"]["every_s"]
-        while s.env_steps < self.budget and not s.solved and not self.signals.received:
-            if self.wall_budget is not None and time.perf_counter() - self.start >= self.wall_budget:
-                break
+        # a due checkpoint is written when the loop goes on, not as it ends: the final evaluation still adds
+        # to the last step, which a checkpoint at that step would miss (the final checkpoint follows anyway)
+        due = False
+        while not self._stopping():
+            if due:
+                self.save()
+                self.last_ckpt, due = time.perf_counter(), False
             try:
                 result = self.agent.train_iteration(max_env_steps=self.budget - s.env_steps)
             except EnvError:
@@ -213,9 +226,7 @@ class Trainer:
                 shown["eval"] = self.evaluate()
             s.wall_time_s = time.perf_counter() - self.start
             self.progress.update(s.env_steps, s.wall_time_s, **shown)
-            if time.perf_counter() - self.last_ckpt >= every_s:
-                self.save()
-                self.last_ckpt = time.perf_counter()
+            due = time.perf_counter() - self.last_ckpt >= every_s
 
     def _finish(self) -> str:
         """The final evaluation (unless the last iteration had one) and the HParams entry; returns
@@ -281,6 +292,7 @@ class Trainer:
             agent_state.pop("memory", None)
         path = self.plan.checkpoint
         try:
+            self.logger.flush()  # what the checkpoint covers is on disk before it: a resume purges only the rest
             checkpoint.save({"agent": agent_state, "runner": self.state.to_dict(), "rng": checkpoint.rng_state(),
                              "config": self.config}, path)
         except OSError as exc:

@@ -13,6 +13,7 @@ import torch
 
 from her_rl import checkpoint
 from her_rl.checkpoint import CheckpointError
+from her_rl.errors import OutputError
 from her_rl.runner import main
 
 FAST = ["n=4", "progress=false", "eval.every_iterations=1000", "eval.stop_when_solved=false", "eval.episodes=5"]
@@ -144,9 +145,12 @@ def test_full_disk_keeps_the_previous_checkpoint(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(torch, "save", full_disk)
     capsys.readouterr()
-    main(["resume=true", "budget.env_steps=700", "checkpoint.every_s=0", "progress=false"], out_dir=out)
+    with pytest.raises(OutputError, match="could not write the final checkpoint .*; the checkpoint at env step 300 "
+                                          "is kept .*; results.json was not written") as failed:
+        main(["resume=true", "budget.env_steps=700", "checkpoint.every_s=0", "progress=false"], out_dir=out)
+    assert failed.value.exit_code == 5
     assert (out / "checkpoint.pt").read_bytes() == before
-    assert not list(out.glob("*.tmp"))
+    assert not list(out.glob("*.tmp")) and not (out / "results.json").exists()
     warnings = [line for line in capsys.readouterr().err.splitlines() if "could not write checkpoint" in line]
     assert len(warnings) == 2  # the first failure of the streak, and the final save
     assert all("No space left on device" in w and "the previous checkpoint (env step 3" in w for w in warnings)
