@@ -25,9 +25,10 @@ class CheckpointError(ConfigError):
 
 
 class OutputError(RuntimeError):
-    """A result could not be written (full disk, unwritable folder)."""
+    """A result could not be written (full disk, unwritable folder): the final checkpoint,
+    ``results.json``, ``eval.json`` or a video. The line says what is kept."""
 
-    exit_code = 1
+    exit_code = 5
 
 
 class NonFiniteError(RuntimeError):

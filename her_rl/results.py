@@ -38,12 +38,14 @@ def results_of(config: dict[str, Any], state: Any, goal_env: bool, ckpt_path: Pa
     return results
 
 
-def write(out: Path, results: dict[str, Any]) -> None:
-    """``results.json``; if it cannot be written, an OutputError that carries the numbers."""
+def write(out: Path, results: dict[str, Any], saved_at: int | None = None) -> None:
+    """``results.json``; if it cannot be written, an OutputError that carries the numbers and says
+    which checkpoint (``saved_at``: its env step) the folder keeps."""
     try:
         checkpoint.write_atomic_text(out / RESULTS, json.dumps(results, indent=2) + "\n")
     except OSError as exc:
-        raise OutputError(f"could not write {out / RESULTS} ({exc.strerror or exc}); the run's numbers: "
+        kept = f"; the checkpoint at env step {saved_at:,} is kept" if saved_at is not None else ""
+        raise OutputError(f"could not write {out / RESULTS} ({exc.strerror or exc}){kept}; the run's numbers: "
                           f"{json.dumps(results)}") from None
 
 

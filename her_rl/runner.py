@@ -11,6 +11,7 @@ the folder from its saved config and checkpoint. Algorithms only implement the i
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,7 @@ def train(plan: Plan) -> dict[str, Any]:
         checkpoint.set_rng_state(saved["rng"])
     plan.take_folder()  # every check passed: from here on the folder is ours and may be written
     plan.record_start(state.env_steps)
+    (plan.out / RESULTS).unlink(missing_ok=True)  # an earlier end's results would name a checkpoint about to change
     if saved is not None:
         requeue.clear(plan.out)
         print(f"resumed from {plan.checkpoint} at env step {state.env_steps:,}"
@@ -89,6 +91,11 @@ def train(plan: Plan) -> dict[str, Any]:
     saved_final = trainer.train()
     trainer.signals.end_run(plan.out, state.env_steps, saved_final)  # after a signal: exits here
     numbers = trainer.results()
-    results.write(plan.out, numbers)
+    if not saved_final:  # results.json would name a checkpoint that is not on disk
+        kept = (f"the checkpoint at env step {trainer.saved_at:,} is kept (resume=true hydra.run.dir={plan.out} "
+                "continues from it)" if trainer.saved_at is not None else "no checkpoint was written")
+        raise OutputError(f"could not write the final checkpoint {plan.checkpoint}; {kept}; {RESULTS} was not "
+                          f"written; the run's numbers: {json.dumps({k: v for k, v in numbers.items() if k != 'checkpoint'})}")
+    results.write(plan.out, numbers, trainer.saved_at)
     print(results.final_line(numbers, plan.out))
     return numbers

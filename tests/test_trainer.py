@@ -131,4 +131,4 @@ def test_errors_live_in_one_module_and_keep_their_old_homes_and_exit_codes():
     assert checkpoint.OutputError is runner.OutputError is OutputError
     assert guard.NonFiniteError is runner.NonFiniteError is NonFiniteError
     assert issubclass(CheckpointError, ConfigError) and issubclass(ConfigError, ValueError)
-    assert [e.exit_code for e in (ConfigError, CheckpointError, OutputError, NonFiniteError)] == [2, 2, 1, 3]
+    assert [e.exit_code for e in (ConfigError, CheckpointError, OutputError, NonFiniteError)] == [2, 2, 5, 3]
