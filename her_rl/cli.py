@@ -3,8 +3,10 @@
 Before Hydra runs (and creates a run folder), the command is composed and checked here: flags and
 overrides that would make Hydra run code (:func:`her_rl.overrides.check_overrides`), group names,
 Hydra's own override and key errors, every value, the env's spaces, the run or sweep folder, the
-launcher. A problem is one line ``her-run: error: ...`` and exit status 2, with nothing created or
-written.
+launcher, and every key the run needs (a ``~KEY`` that deletes one is named). A problem is one line
+``her-run: error: ...`` (control characters escaped, a huge value cut to its ends) and exit status 2,
+with nothing created or written. A signal outside training ends her-run with 128 + the signal and one
+line saying what is on disk (:class:`her_rl.signals.Stage`); training's own handlers do the same.
 ``load=`` evaluates without Hydra's run machinery, so no run folder is made for it. Inside the
 Hydra job, a refused run removes the (empty) folder Hydra made for it. ``--version`` is her-rl's;
 ``--help`` is Hydra's, with her-run's template (``conf/hydra/help/her_rl.yaml``).
@@ -15,18 +17,22 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import signal
 import sys
+import unicodedata
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from her_rl import rundir, sweep_failures, video
+from her_rl import rundir, schema, sweep_failures, video
 from her_rl.envs.custom import import_given
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, one_line
 from her_rl.overrides import check_overrides, one_value_each, sweep_values
 from her_rl.plan import check_sweep, sweep_variants
 from her_rl.registry import algo_info, check_env_name
+from her_rl.rules import check_path
+from her_rl.signals import Stage, Stopped, early_stops, exit_at_once
 
 # Flags after which Hydra does something other than run jobs (help, printing the config, ...).
 _RUN_FLAGS = ("-m", "--multirun")
@@ -43,10 +49,31 @@ _EXTRAS = {"hydra/launcher/ray": "ray", "hydra/launcher/joblib": "launchers", "h
 _DIRECTION = "hydra.sweeper.direction"
 
 rundir.register_resolvers()  # ${run_suffix:} in hydra.run.dir, also in launcher worker processes
+_STAGE = Stage()  # how far this command got, for the line a signal that stops it ends with
+
+
+WORD_MAX = 200  # an echoed value past this many characters is shortened to its ends
+
+
+def _shown(text: object) -> str:
+    """``text`` as one line a terminal shows as written: control and format characters escaped as
+    Python writes them (an ANSI sequence in a value is not run by the terminal), whitespace runs made
+    one space, and an over-long run of non-spaces (a value from a huge argv) cut to its ends."""
+    escaped = "".join(c.encode("unicode_escape").decode("ascii")
+                      if c not in "\n\t " and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c
+                      for c in str(text))
+    words = [w if len(w) <= WORD_MAX else f"{w[:WORD_MAX - 50]}…{w[-49:]}" for w in one_line(escaped).split(" ")]
+    line = " ".join(words)
+    return line if len(line) <= 8 * WORD_MAX else f"{line[:7 * WORD_MAX]}…{line[-WORD_MAX:]}"
+
+
+def _say(text: object) -> None:
+    """The one place her-run prints a line of its own to stderr."""
+    print(f"her-run: {_shown(text)}", file=sys.stderr, flush=True)
 
 
 def _fail(message: object, code: int = 2) -> None:
-    print(f"her-run: error: {one_line(message)}", file=sys.stderr, flush=True)
+    _say(f"error: {message}")
     sys.exit(code)
 
 
@@ -68,6 +95,8 @@ def check_group_names(overrides: list[str]) -> None:
 
     check_overrides(overrides)
     for override in OverridesParser.create().parse_overrides(list(overrides)):
+        if override.is_delete() and override.key_or_group in schema.GROUPS:  # Hydra would fail on ${algo}_${env}
+            raise schema.missing(override.key_or_group, [override.input_line])
         check = {"algo": algo_info, "env": check_env_name, "tuned": _check_tuned_name}.get(override.key_or_group)
         if check is None or override.is_delete():
             continue
@@ -128,14 +157,28 @@ def _task_config(cfg: DictConfig) -> DictConfig:
 def _explicit_run_dir(cfg: DictConfig) -> Path | None:
     """hydra.run.dir when the command gave it (the default names a new, unique folder)."""
     if any(o.split("=", 1)[0].lstrip("+") == "hydra.run.dir" for o in cfg.hydra.overrides.hydra):
-        return rundir.folder_path(OmegaConf.select(cfg, "hydra.run.dir"), "hydra.run.dir")
+        out = rundir.folder_path(OmegaConf.select(cfg, "hydra.run.dir"), "hydra.run.dir")
+        check_path("hydra.run.dir", out)
+        _STAGE.folder = out
+        return out
     return None
+
+
+def _check_composed(cfg: DictConfig, overrides: list[str], values: bool = True) -> DictConfig:
+    """The task config of a composed command, with every key the run needs (``~KEY`` deletions are
+    named) and, with ``values``, every value checked; a load= command's values are checked by load."""
+    from her_rl.config import validate
+
+    task = _task_config(cfg)
+    schema.check_required(OmegaConf.to_container(task), overrides)
+    if values and not task.get("load"):
+        validate(task, overrides)
+    return task
 
 
 def _preflight(argv: list[str]) -> tuple[DictConfig, list[str], Path | None] | None:
     """Compose and check the command as Hydra will run it. Returns what ``load=`` needs to be
     evaluated here, or None to go on with Hydra."""
-    from her_rl.config import validate
     from her_rl.runner import CHECKPOINT, plan_run
 
     overrides = [a for a in argv if a not in _RUN_FLAGS]
@@ -144,12 +187,14 @@ def _preflight(argv: list[str]) -> tuple[DictConfig, list[str], Path | None] | N
             cfg = _compose(variant)
             if i == 0:
                 check_sweep(cfg)
-            if not _task_config(cfg).get("load"):
-                validate(_task_config(cfg))
+            _check_composed(cfg, variant)
         return None
     cfg = _compose(overrides)
-    task, task_overrides, out = _task_config(cfg), list(cfg.hydra.overrides.task), _explicit_run_dir(cfg)
+    task_overrides = list(cfg.hydra.overrides.task)
+    task, out = _check_composed(cfg, task_overrides, values=False), _explicit_run_dir(cfg)
     if task.get("load"):
+        if isinstance(task.get("load"), str):
+            check_path("load", task["load"])
         return task, task_overrides, out
     if task.get("resume") is True and out is None:
         raise ConfigError("resume=true needs the folder of the run to continue: add hydra.run.dir=<run folder>")
@@ -164,6 +209,7 @@ def _preflight(argv: list[str]) -> tuple[DictConfig, list[str], Path | None] | N
 def _run_load(task: DictConfig, overrides: list[str], out: Path | None) -> None:
     from her_rl.evaluation import evaluate_checkpoint
 
+    _STAGE.name = "load"
     try:
         evaluate_checkpoint(task, out, overrides)
     except (ConfigError, EnvError, OutputError) as exc:
@@ -178,6 +224,9 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 
     hc = HydraConfig.get()
     out, overrides = Path(hc.runtime.output_dir), list(hc.overrides.task)
+    _STAGE.folder = out
+    if sweep_failures.in_multirun():
+        _STAGE.sweep = Path(hc.sweep.dir)
     sweep_failures.clear(out)  # a new attempt in this folder
     try:
         return objective(run(cfg, out_dir=out, overrides=overrides), cfg.get("objective", "final_eval"))
@@ -249,9 +298,6 @@ def _checked_argv(argv: list[str]) -> list[str]:
 
 
 def _main() -> None:
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
     from her_rl import __version__
 
     if "--version" in sys.argv[1:]:
@@ -263,49 +309,78 @@ def _main() -> None:
         _fail(exc)
     argv = sys.argv[1:]
     if any(a.startswith("-") and a not in _RUN_FLAGS for a in argv):
+        _checked(lambda: _check_shown(argv), _shown_overrides(argv))
         if set(argv) & set(_HELP_FLAGS):
             _help()
         else:
-            _check_shown(argv)
             _hydra_main()  # --cfg job, --info, ...: Hydra's business, nothing is run
         return
     overrides = [a for a in argv if a not in _RUN_FLAGS]
+    load = _checked(lambda: _check_and_import(argv, overrides), overrides)
+    if load is not None:
+        _run_load(*load)
+        _STAGE.name = "done"
+        return
+    _STAGE.name = "sweep" if set(argv) & set(_RUN_FLAGS) else "job"
+    _hydra_main()
+    _STAGE.name = "done"
+    sweep_failures.exit_if_failed()  # a multirun whose jobs failed ends with one line, after its summary
+
+
+def _check_and_import(argv: list[str], overrides: list[str]):
+    check_group_names(overrides)
+    import_given(one_value_each(overrides))  # env.id=module:Env-v0: the module the user named registers the env
+    return _preflight(argv)
+
+
+def _checked(check, overrides: list[str]):
+    """``check()``, its refusal one line with exit status 2 (an OS error on a path too)."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
     try:
-        check_group_names(overrides)
-        import_given(one_value_each(overrides))  # env.id=module:Env-v0: the module the user named registers the env
-        load = _preflight(argv)
+        return check()
     except ConfigError as exc:
         _fail(exc)
     except (HydraException, OmegaConfBaseException) as exc:
         _fail(hydra_message(exc, overrides))
-    if load is not None:
-        _run_load(*load)
-        return
-    _hydra_main()
-    sweep_failures.exit_if_failed()  # a multirun whose jobs failed ends with one line, after its summary
+    except OSError as exc:  # a folder her-run looked at: no permission to look, a loop of links, ...
+        _fail(f"cannot use {exc.filename or 'a path'}: {exc.strerror or exc}")
+    except RecursionError:
+        _fail("the command is nested too deeply to read (brackets or braces in a value)")
+
+
+def _shown_overrides(argv: list[str]) -> list[str]:
+    with_value = {"--cfg", "-c", "--package", "-p", "--info", "-i", "--shell-completion", "-sc"}
+    return [a for i, a in enumerate(argv) if not a.startswith("-") and not (i and argv[i - 1] in with_value)]
 
 
 def _check_shown(argv: list[str]) -> None:
-    """``--cfg job n=abc`` shows a config only if ``her-run n=abc`` would accept it."""
-    from her_rl.config import validate
-
-    if not set(argv) & {"--cfg", "-c"} or set(argv) & set(_RUN_FLAGS):
-        return
-    with_value = {"--cfg", "-c", "--package", "-p", "--info", "-i", "--shell-completion", "-sc"}
-    overrides = [a for i, a in enumerate(argv) if not a.startswith("-") and not (i and argv[i - 1] in with_value)]
-    try:
-        check_group_names(overrides)
-        validate(_task_config(_compose(overrides)))
-    except ConfigError as exc:
-        _fail(exc)
+    """What Hydra is to show (``--help``, ``--cfg``, ``--info``) composes, so a bad override is one line
+    rather than Hydra's report; ``--cfg job n=abc`` shows a config only if ``her-run n=abc`` would
+    accept it."""
+    if set(argv) & {"--shell-completion", "-sc"}:
+        return  # its arguments are completion queries, not overrides
+    overrides = _shown_overrides(argv)
+    check_group_names(overrides)
+    multirun = bool(set(argv) & set(_RUN_FLAGS))
+    cfg = _compose(sweep_variants(overrides)[0] if multirun else overrides)
+    if set(argv) & {"--cfg", "-c"} and not multirun:
+        _check_composed(cfg, overrides)
 
 
 def main() -> None:
-    try:
-        _main()
-    except KeyboardInterrupt as exc:  # a second Ctrl-C in training (signals.ABORTED), or one before or after it
-        print(f"her-run: {str(exc) or 'interrupted'}", file=sys.stderr, flush=True)
-        sys.exit(130)
+    global _STAGE
+    _STAGE = Stage()
+    with early_stops():  # first: a signal during the checks ends her-run with one line, not killed by it
+        try:
+            return _main()
+        except KeyboardInterrupt as exc:  # Stopped; a second Ctrl-C in training (signals.ABORTED); any other
+            stop = exc
+        exit_at_once()  # a further signal while this line is printed: exit at once, no traceback
+        signum = getattr(stop, "signum", signal.SIGINT)
+        _say(_STAGE.stopped_line(signum) if isinstance(stop, Stopped) else str(stop) or "interrupted")
+        sys.exit(128 + signum)
 
 
 __all__ = ["main", "check_group_names", "hydra_message", "optuna_settings"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -21,13 +22,18 @@ from her_rl.errors import ConfigError, one_line
 from her_rl.registry import EnvSpaces, check_pairing
 
 
-def resolved(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
-    """The config as plain containers with every interpolation resolved."""
+def resolved(cfg: DictConfig | dict[str, Any], overrides: list[str] | None = None) -> dict[str, Any]:
+    """The config as plain containers with every interpolation resolved; ``overrides``: the command's,
+    to name the ``~KEY`` that deleted a key an interpolation needs."""
     if isinstance(cfg, dict):
         return cfg
     try:
         return OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as exc:
+        needed = re.match(r"Interpolation key '([^']+)' not found", str(getattr(exc, "msg", "")))
+        line = schema.deleted_by(needed.group(1), overrides) if needed else None
+        if line:
+            raise ConfigError(f"{exc.full_key} needs {needed.group(1)}, which was deleted with {line}") from None
         raise ConfigError(f"cannot resolve the config: {one_line(exc)}") from None
 
 
@@ -134,9 +140,12 @@ def interpolations(cfg: DictConfig | dict[str, Any]) -> dict[str, str]:
     return found
 
 
-def check(data: dict[str, Any], sources: dict[str, str] | None = None) -> EnvSpaces:
+def check(data: dict[str, Any], sources: dict[str, str] | None = None,
+          overrides: list[str] | None = None) -> EnvSpaces:
     """Check a resolved config (``sources``: the interpolation each value came from, to name it in
-    an error); raise ConfigError on the first invalid value; return the env's probed spaces."""
+    an error; ``overrides``: the command's, to name a ``~KEY`` that deleted a required key); raise
+    ConfigError on the first invalid value; return the env's probed spaces."""
+    schema.check_required(data, overrides, learner=False)  # a saved config may predate a hyperparameter
     try:
         schema.check(data)
     except schema.RuleError as exc:
@@ -148,6 +157,6 @@ def check(data: dict[str, Any], sources: dict[str, str] | None = None) -> EnvSpa
     return env_spaces
 
 
-def validate(cfg: DictConfig | dict[str, Any]) -> EnvSpaces:
+def validate(cfg: DictConfig | dict[str, Any], overrides: list[str] | None = None) -> EnvSpaces:
     """Raise ConfigError on the first invalid value; return the env's probed spaces."""
-    return check(resolved(cfg), interpolations(cfg))
+    return check(resolved(cfg, overrides), interpolations(cfg), overrides)

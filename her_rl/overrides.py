@@ -60,18 +60,81 @@ def _check_key(key: str, package: str | None, line: str, value: str) -> None:
         raise ConfigError(f"{line!r} is not accepted: hydra.{sub} takes a value, not an interpolation")
 
 
+MAX_NESTING = 32  # brackets and braces in one value; Hydra's parser and OmegaConf recurse per level
+_GROUP_KEYS = ("algo", "env", "tuned", "experiment")
+
+
+def _nesting(text: str) -> int:
+    """How deep a value's brackets and braces go, outside quotes."""
+    depth = deepest = 0
+    quote, escaped = None, False
+    for ch in text:
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]})":
+            depth -= 1
+    return deepest
+
+
+def _parse(parser, line: str):
+    """``line`` parsed, or None if malformed (Hydra reports that); a value no config needs, nested
+    past ``MAX_NESTING`` or a number past Python's 4,300 digits, is refused here in one line."""
+    key = line.lstrip("+~").split("=", 1)[0]
+    if _nesting(line.partition("=")[2]) > MAX_NESTING:
+        raise ConfigError(f"{key}: a value nested more than {MAX_NESTING} levels deep (brackets, braces) is not "
+                          "accepted")
+    try:
+        (override,) = parser.parse_overrides([line])
+    except RecursionError:
+        raise ConfigError(f"{key}: the value is nested too deeply to read") from None
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc):
+            return None
+        raise ConfigError(f"{key}: a number of more than 4,300 digits is not accepted") from None
+    except Exception:  # noqa: BLE001  (malformed: Hydra reports it before composing anything)
+        return None
+    return override
+
+
+def _check_group_values(override, line: str) -> None:
+    """A config group's option is a file name of that group: ``hydra/help=../../x`` would read another."""
+    key = override.key_or_group
+    if override.is_delete() or ("/" not in key and key not in _GROUP_KEYS):
+        return
+    try:
+        values = sweep_values(override)
+    except Exception:  # noqa: BLE001  (interval sweeps of optimiser plugins: no names)
+        return
+    for value in values:
+        if any(c in str(value) for c in "/\\") or str(value).startswith("."):
+            raise ConfigError(f"{line!r} is not accepted: {key} takes the name of one of its options, not a path")
+
+
 def check_overrides(overrides: list[str]) -> None:
     """Refuse, before Hydra composes or instantiates anything, an override that would make Hydra
-    call code the command names or read configs from elsewhere: see ``HYDRA_SETTINGS``."""
+    call code the command names or read configs from elsewhere (see ``HYDRA_SETTINGS``), and a
+    value no config needs that would crash Hydra's parser (see ``_parse``)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()
     for line in overrides:
-        try:
-            (override,) = parser.parse_overrides([line])
-        except Exception:  # noqa: BLE001  (malformed: Hydra reports it before composing anything)
+        override = _parse(parser, line)
+        if override is None:
             continue
-        _check_key(override.key_or_group, override.package, line, line.partition("=")[2])
+        key = override.key_or_group
+        if override.is_delete() and (key == "hydra" or key.startswith(("hydra.", "hydra/"))):
+            raise ConfigError(f"{line!r} is not accepted: Hydra's settings may be changed, not deleted")
+        _check_key(key, override.package, line, line.partition("=")[2])
+        _check_group_values(override, line)
 
 
 def sweep_values(override) -> list:

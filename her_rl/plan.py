@@ -12,6 +12,7 @@ Hydra makes the one or starts the other (overrides that would run code are refus
 from __future__ import annotations
 
 import importlib
+import os
 import shutil
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -27,7 +28,8 @@ from her_rl.errors import ConfigError, one_line
 from her_rl.registry import EnvSpaces
 from her_rl.resume import check_saved, merge
 from her_rl.rundir import CHECKPOINT, CONFIG, RESULTS
-from her_rl.schema import TOP
+from her_rl.rules import check_path
+from her_rl.schema import TOP, check_required
 
 
 # ---- a sweep: its folder, its launcher, the variants checked up front ---------------------------
@@ -42,6 +44,7 @@ def check_sweep(cfg: DictConfig) -> None:
     """The sweep folder (creatable, writable, new or a sweep's) and the launcher (its package, and
     SLURM for submitit_slurm) before Hydra makes the folder and starts the launcher."""
     sweep = rundir.folder_path(OmegaConf.select(cfg, "hydra.sweep.dir"), "hydra.sweep.dir")
+    check_path("hydra.sweep.dir", sweep)
     rundir.folder_path(OmegaConf.to_container(cfg.hydra.sweep)["subdir"], "hydra.sweep.subdir")  # raw: job-time value
     rundir.check_folder(sweep, "sweep folder", rundir.is_sweep_folder)
     name, target = cfg.hydra.runtime.choices.get("hydra/launcher"), str(cfg.hydra.launcher.get("_target_", ""))
@@ -95,6 +98,7 @@ class Plan:
     changes: dict[str, list] = field(default_factory=dict)
     ckpt_stamp: tuple[int, int] | None = None
     lock: rundir.RunLock | None = None
+    fresh: bool = False  # the folder is new or empty: a start that fails to write leaves nothing there
 
     @property
     def checkpoint(self) -> Path:
@@ -112,11 +116,16 @@ class Plan:
             try:
                 self.lock = rundir.RunLock.acquire(self.out)
             except OSError as exc:
+                self._abandon()
                 raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
             if _stamp(self.checkpoint) != self.ckpt_stamp:  # another run wrote there between our checks and the lock
                 raise ConfigError(f"run folder {self.out} changed while this run was starting (another run wrote "
                                   "a checkpoint there); check it, then pass resume=true or pick another folder")
-        self.lock.mark_owner()
+        try:
+            self.lock.mark_owner()
+        except OSError as exc:  # a full disk: not even the pid fits
+            self._abandon()
+            raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
         for name in (CHECKPOINT, CONFIG, RESULTS):  # temp files of writes a killed run left behind
             checkpoint.remove_stale_temps(self.out / name)
 
@@ -127,7 +136,21 @@ class Plan:
             rundir.record(self.out, "resume" if self.saved else "start", env_steps=env_steps,
                           overrides=self.overrides, changed=self.changes)
         except OSError as exc:
+            self._abandon()
             raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
+
+    def _abandon(self) -> None:
+        """A fresh run that could not start: remove what it wrote (its lock file, config, history) and
+        the folder if that leaves it empty, so a failed start leaves nothing behind."""
+        if not self.fresh:
+            return
+        for name in (rundir.LOCK, CONFIG, rundir.HISTORY):
+            try:
+                (self.out / name).unlink(missing_ok=True)
+            except OSError:
+                pass
+        self.release()
+        rundir.remove_if_empty(self.out, stop_at=self.out.parent)
 
     def release(self) -> None:
         if self.lock is not None:
@@ -151,7 +174,9 @@ def _out_dir(cfg: dict[str, Any], out_dir: str | Path | None) -> Path:
         if HydraConfig.initialized():
             return Path(HydraConfig.get().runtime.output_dir)
         return rundir.default_dir(cfg["algo"]["name"], cfg["env"]["name"], cfg["seed"])
-    return rundir.folder_path(out_dir, "out_dir")
+    out = rundir.folder_path(out_dir, "out_dir")
+    check_path("out_dir", out)
+    return out
 
 
 def _hydra_files() -> tuple[str, ...]:
@@ -198,23 +223,28 @@ def _check_resume(out: Path, stamp: tuple[int, int] | None, mode: Any) -> None:
 def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None,
              overrides: list[str] | None = None) -> Plan:
     """Every check of a training run, before anything is built or written (it only reads)."""
-    current = resolved(cfg)
+    check_required(OmegaConf.to_container(cfg) if isinstance(cfg, DictConfig) else cfg, overrides)
+    current = resolved(cfg, overrides)
     TOP["resume"].check("resume", current.get("resume"))
     video.refuse_without_load(current, overrides)
     import_given(overrides)  # env.id=module:Env-v0 given by the user: import the module that registers it
     out = _out_dir(current, out_dir)
     rundir.check_folder(out, ignore=_hydra_files())  # creatable, writable, and empty or a run's own
+    fresh = not out.is_dir() or not set(os.listdir(out)) - set(_hydra_files())
     lock = rundir.RunLock.probe(out) if out.is_dir() else None  # an existing folder: refuse at once if live
     try:
         stamp = _stamp(out / CHECKPOINT)
         _check_resume(out, stamp, current["resume"])
         if stamp is None and current["resume"] == "auto" and (out / CONFIG).is_file():
             # killed before its first checkpoint: the folder's run keeps its identity (its saved config)
-            config, changes = merge(_saved_config(out), current, overrides, verb="resume=auto",
+            saved_config = _saved_config(out)
+            import_env_module(str(saved_config["env"].get("id") or ""))  # as a resume does: the run's own env module
+            config, changes = merge(saved_config, current, overrides, verb="resume=auto",
                                     source="the run in that folder (stopped before its first checkpoint) has")
             return Plan(config, out, check(config), overrides, changes=changes, ckpt_stamp=None, lock=lock)
         if stamp is None:
-            return Plan(current, out, check(current, interpolations(cfg)), overrides, ckpt_stamp=None, lock=lock)
+            return Plan(current, out, check(current, interpolations(cfg)), overrides, ckpt_stamp=None, lock=lock,
+                        fresh=fresh)
         saved = checkpoint.load(out / CHECKPOINT)
         check_saved(saved, out / CHECKPOINT)
         import_env_module(saved["config"]["env"]["id"])  # the user resumes their own run: its env's module

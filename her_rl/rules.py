@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -23,8 +24,25 @@ MAX_SEED = 2**32 - 1  # numpy's SeedSequence and torch both take seeds in [0, 2*
 MAX_ENVS = 4096  # parallel env copies (num_envs, eval.episodes, episodes per cycle)
 
 
+NAME_MAX, PATH_MAX = 255, 4096  # bytes of one file or folder name, of a whole path (Linux, macOS)
+
+
 def show(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 14_000:
+        return f"<an integer of about {int(value.bit_length() * 0.30103):,} digits>"  # str() refuses past 4,300
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def check_path(key: str, value: Any) -> None:
+    """A path the file system can take: a longer name fails (ENAMETOOLONG) only once it is used."""
+    raw = os.fsencode(str(value))
+    name = max(raw.split(b"/"), key=len)
+    if len(name) > NAME_MAX:
+        raise ConfigError(f"{key} is not allowed: its name {show(os.fsdecode(name))} has {len(name):,} bytes; a file "
+                          f"or folder name may have at most {NAME_MAX}")
+    if len(raw) >= PATH_MAX:
+        raise ConfigError(f"{key} is not allowed: the path has {len(raw):,} bytes; a path may have at most "
+                          f"{PATH_MAX - 1}")
 
 
 class RuleError(ConfigError):

@@ -38,6 +38,67 @@ TOP: dict[str, Any] = {
     "objective": choice("final_eval", "steps_to_solve"),
 }
 GROUPS = ("algo", "env")
+# Keys a run reads with a default of its own (configs saved before they existed): the only ones of TOP
+# a config may lack. Every other key, and every hyperparameter of the learner, is required.
+OPTIONAL = ("n", "size", "eval.every_env_steps", "guard", "load", "video", "objective")
+ENV_REQUIRED = ("name", "id", "kwargs")
+
+
+def deleted_by(key: str, overrides: list[str] | None) -> str | None:
+    """The ``~KEY`` override that removed ``key`` or a table above it, if one did."""
+    for line in overrides or ():
+        name = line[1:].split("=", 1)[0].strip() if line.startswith("~") else None
+        if name and (key == name or key.startswith(name + ".")):
+            return line
+    return None
+
+
+def missing(key: str, overrides: list[str] | None = None) -> ConfigError:
+    """The one line for a required ``key`` that the config lacks."""
+    line = deleted_by(key, overrides)
+    group = key.split(".")[0]
+    if key in GROUPS or key == f"{group}.name" and group in GROUPS:
+        what = f"config group '{key}'" if key in GROUPS else key
+        return ConfigError(f"{what} is required; {f'it was deleted with {line}: ' if line else ''}"
+                           f"pick one with {group}=NAME")
+    if line and isinstance(TOP.get(key), dict):
+        return ConfigError(f"{key} is required (the table of {', '.join(TOP[key])}); it was deleted with {line}")
+    if line:
+        return ConfigError(f"{key} is required; it was deleted with {line} (set it with {key}=VALUE instead)")
+    return ConfigError(f"{key} is missing from the config; the run needs it (her-run --cfg job shows its default)")
+
+
+def required(cfg: dict[str, Any], learner: bool = True) -> list[str]:
+    """Every key the run reads without a default, in the order a config is read; ``learner``: the
+    hyperparameters of the algo's class too (a composed config has all; a saved one may predate some)."""
+    keys = [*GROUPS]
+    for key, rule in TOP.items():
+        subs = [f"{key}.{sub}" for sub in rule] if isinstance(rule, dict) else []
+        keys += [k for k in [key, *subs] if k not in OPTIONAL]
+    keys += [f"env.{key}" for key in ENV_REQUIRED] + ["algo.name"]
+    name = cfg.get("algo", {}).get("name") if isinstance(cfg.get("algo"), dict) else None
+    if learner and isinstance(name, str):
+        from her_rl.config_store import defaults
+
+        try:
+            keys += [f"algo.{key}" for key in defaults(name)]
+        except ConfigError:  # an unknown algo: check_algo names the choices
+            pass
+    return keys
+
+
+def check_required(cfg: dict[str, Any], overrides: list[str] | None = None, learner: bool = True) -> None:
+    """Refuse a config that lacks a key the run needs (a ``~KEY`` override, a Python caller's dict),
+    naming the key and the override that deleted it; a value of the wrong kind is the rules' business.
+    A table comes before its keys, so a deleted table is named as such."""
+    for key in required(cfg, learner):
+        node: Any = cfg
+        for part in key.split("."):
+            if not isinstance(node, dict):
+                break
+            if part not in node:
+                raise missing(key, overrides)
+            node = node[part]
 
 
 def _check_table(prefix: str, table: dict[str, Any], values: Any, allow_unknown: bool = False) -> None:
@@ -61,7 +122,7 @@ def check_top(cfg: dict[str, Any]) -> None:
         raise ConfigError(f"unknown config key '{unknown[0]}'; top-level keys: {', '.join([*GROUPS, *TOP])}")
     for group in GROUPS:
         if not isinstance(cfg.get(group), dict) or "name" not in cfg[group]:
-            raise ConfigError(f"config group '{group}' is missing; pick one with {group}=NAME")
+            raise missing(group)
     _check_table("", TOP, {k: v for k, v in cfg.items() if k not in GROUPS})
 
 

@@ -1,0 +1,207 @@
+"""Exit statuses follow the shell's convention: a signal ends her-run with 128 + its number and one line
+that says what is on disk, wherever it lands: in the checks, the env probe, the start of a run, ``load=``.
+
+The signal lands at a point the test chooses: the user's env module sleeps there (at its import, in
+the env's constructor before any run folder exists, or once the run folder holds config.yaml) after
+writing a mark file, and the test sends the signal once the mark is there.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import forked
+import pytest
+
+PAUSING_ENV = textwrap.dedent('''
+    import os
+    import time
+    from pathlib import Path
+
+    import gymnasium as gym
+    import numpy as np
+    from gymnasium import spaces
+
+
+    def pause(point):  # sleep where the test asked, after telling it so
+        if point and os.environ.get("PAUSE_AT") == point:
+            Path("mark").write_text(point)
+            time.sleep(120)
+
+
+    pause("import")
+
+
+    class Steady(gym.Env):
+        def __init__(self):
+            pause("written" if Path("run", "config.yaml").exists() else "probe" if not Path("run").exists() else "")
+            self.observation_space = spaces.Box(0, 10, (2,), np.float32)
+            self.action_space = spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            return np.array([0.0, 1.0], np.float32), {}
+
+        def step(self, action):
+            self.t += 1
+            return np.array([self.t, 1.0], np.float32), 1.0, self.t >= 5, False, {}
+
+
+    gym.register(id="Steady-v0", entry_point=Steady)
+''')
+RUN = ["algo=ppo", "env=gym", "env.id=pausing:Steady-v0", "budget.env_steps=64", "progress=false", "hydra.run.dir=run"]
+
+
+@pytest.fixture
+def user_dir(tmp_path):
+    (tmp_path / "pausing.py").write_text(PAUSING_ENV)
+    return tmp_path
+
+
+def _env(user_dir, point):
+    return {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(user_dir),
+            "PAUSE_AT": point}
+
+
+def _stop_at(proc, user_dir, sig, timeout=120):
+    """Send ``sig`` once the env module has paused; her-run's (stdout, stderr) once it has ended."""
+    deadline = time.time() + timeout
+    while not (user_dir / "mark").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, "the env never paused"
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    return proc.communicate(timeout=60)
+
+
+def _one_line(err, line):
+    assert "Traceback" not in err and err.strip().count("\n") == 0, err
+    assert err.strip() == line, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+@pytest.mark.parametrize("point", ["import", "probe"])
+def test_a_signal_during_the_checks_is_128_plus_it_and_nothing_written(her_run, user_dir, sig, point):
+    proc = forked.Popen([her_run, *RUN], cwd=user_dir, env=_env(user_dir, point), text=True,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = _stop_at(proc, user_dir, sig)
+    assert proc.returncode == 128 + sig
+    _one_line(err, f"her-run: stopped by signal {int(sig)} before training started; nothing was written")
+    assert sorted(p.name for p in user_dir.iterdir() if p.name != "__pycache__") == ["mark", "pausing.py"]
+
+
+def test_the_console_script_itself_exits_143_during_the_probe(her_run, user_dir):
+    proc = subprocess.Popen([her_run, *RUN], cwd=user_dir, env=_env(user_dir, "probe"), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = _stop_at(proc, user_dir, signal.SIGTERM)
+    assert proc.returncode == 143  # not -15: killed by the signal
+    _one_line(err, "her-run: stopped by signal 15 before training started; nothing was written")
+    assert not (user_dir / "run").exists()
+
+
+def test_a_signal_before_the_first_checkpoint_names_the_folder_and_how_to_start_it_again(her_run, user_dir):
+    proc = forked.Popen([her_run, *RUN], cwd=user_dir, env=_env(user_dir, "written"), text=True,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = _stop_at(proc, user_dir, signal.SIGTERM)
+    assert proc.returncode == 143
+    run = user_dir / "run"
+    _one_line(err, f"her-run: stopped by signal 15 before the run's first checkpoint; run folder {run} holds none: "
+                   f"her-run resume=auto hydra.run.dir={run} starts it again")
+    assert (run / "config.yaml").is_file() and not (run / "checkpoint.pt").exists()
+    again = forked.run([her_run, "resume=auto", f"hydra.run.dir={run}", "progress=false"], cwd=user_dir,
+                       env=_env(user_dir, ""), text=True, timeout=180)  # the command the line gives
+    assert again.returncode == 0, again.stderr
+    assert (run / "checkpoint.pt").is_file()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_a_load_evaluation_is_128_plus_it(her_run, user_dir, sig):
+    trained = forked.run([her_run, *RUN], cwd=user_dir, env=_env(user_dir, ""), text=True, timeout=180)
+    assert trained.returncode == 0, trained.stderr
+    proc = forked.Popen([her_run, "load=run", "env=gym", "env.id=pausing:Steady-v0", "algo=ppo"], cwd=user_dir,
+                        env=_env(user_dir, "written"), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = _stop_at(proc, user_dir, sig)
+    assert proc.returncode == 128 + sig
+    _one_line(err, f"her-run: stopped by signal {int(sig)} during the load= evaluation")
+    assert not (user_dir / "run" / "eval.json").exists()
+
+
+@pytest.mark.parametrize("raised, code, line", [
+    (KeyboardInterrupt(), 130, "her-run: interrupted"),
+    (KeyboardInterrupt("aborted by a second Ctrl-C"), 130, "her-run: aborted by a second Ctrl-C"),
+])
+def test_a_keyboard_interrupt_anywhere_is_130_and_one_line(her_run_here, tmp_path, monkeypatch, raised, code, line):
+    from her_rl import cli
+
+    def interrupted(argv):
+        raise raised
+    monkeypatch.setattr(cli, "_preflight", interrupted)
+    p = her_run_here(["n=4"], tmp_path)
+    assert p.returncode == code
+    _one_line(p.stderr, line)
+
+
+def test_her_run_hands_the_signals_back_and_keeps_an_ignored_one_ignored(her_run_here, tmp_path, monkeypatch):
+    """``nohup her-run``: a hangup stays ignored; a Python caller of main gets its handlers back."""
+    from her_rl import cli
+
+    seen = {}
+    monkeypatch.setattr(cli, "_preflight", lambda argv: seen.update(
+        hup=signal.getsignal(signal.SIGHUP), term=signal.getsignal(signal.SIGTERM)) or ("done", [], None))
+    monkeypatch.setattr(cli, "_run_load", lambda *a: None)
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        term = signal.getsignal(signal.SIGTERM)
+        assert her_run_here(["n=4"], tmp_path).returncode == 0
+        assert seen["hup"] is signal.SIG_IGN and seen["term"] is not term
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN and signal.getsignal(signal.SIGTERM) is term
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the fork-based harness")
+def test_a_second_signal_while_stopping_exits_at_once(her_run, user_dir, monkeypatch):
+    """The first signal unwinds (finally blocks run); a second one then ends the process, 128 + it."""
+    from her_rl.signals import Stage
+
+    def slow_line(stage, signum):
+        (user_dir / "mark").write_text("stopping")
+        time.sleep(60)
+    monkeypatch.setattr(Stage, "stopped_line", slow_line)  # the fork inherits it
+    proc = forked.Popen([her_run, *RUN], cwd=user_dir, env=_env(user_dir, "probe"), text=True,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    while not (user_dir / "mark").exists():
+        assert proc.poll() is None
+        time.sleep(0.05)
+    (user_dir / "mark").unlink()
+    proc.send_signal(signal.SIGTERM)
+    _, err = _stop_at(proc, user_dir, signal.SIGINT)
+    assert proc.returncode == 130 and "Traceback" not in err
+
+
+def test_the_stop_line_says_what_is_on_disk(tmp_path, monkeypatch):
+    from her_rl.signals import Stage
+
+    monkeypatch.chdir(tmp_path)
+    stage, run = Stage(), tmp_path / "outputs" / "run"
+    assert stage.stopped_line(15) == "stopped by signal 15 before training started; nothing was written"
+    stage.name = "job"
+    assert stage.stopped_line(15).endswith("before training started; no run file was written")
+    stage.folder = run
+    run.mkdir(parents=True)  # Hydra made it; the run wrote nothing: removed, with its empty parents
+    assert stage.stopped_line(2).endswith("before training started; nothing was written")
+    assert list(tmp_path.iterdir()) == []
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text("n: 4\n")
+    assert stage.stopped_line(1) == (f"stopped by signal 1 before the run's first checkpoint; run folder {run} holds "
+                                     f"none: her-run resume=auto hydra.run.dir={run} starts it again")
+    (run / "checkpoint.pt").write_bytes(b"")
+    assert "keeps its last checkpoint: her-run resume=true" in stage.stopped_line(15)
+    stage.name, stage.sweep = "sweep", tmp_path / "sw"
+    assert "during the sweep in " in stage.stopped_line(15) and run.is_dir()
+    stage.name = "done"
+    assert stage.stopped_line(15) == "stopped by signal 15 as her-run was ending"
