@@ -1,0 +1,187 @@
+"""The adversarial corpus: attacks on run folders, sweep folders, a user's own folders and the Python
+API, each held to the same three rules: no traceback or foreign exception, nothing written outside
+her-rl run folders (the user's files are compared byte for byte), and no result naming what is not
+on disk. The focused tests of each case live beside their module; this file keeps the whole set in
+one place, so a new attack is one row."""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import her_rl
+from her_rl import checkpoint, rundir
+from her_rl.errors import CheckpointError, ConfigError
+from her_rl.summary import main as summary_main
+
+ENV = {**os.environ, "HYDRA_FULL_ERROR": "0"}
+SMALL = ["algo=her_dqn", "env=bitflip", "n=4", "progress=false", "eval.episodes=5"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("adversarial") / "run"
+    her_rl.train([*SMALL, "budget.env_steps=200"], out_dir=out)
+    return out
+
+
+@pytest.fixture
+def home(tmp_path, trained):
+    """A user's folder: their notes, a config.yaml and eval.json of their own, the checkpoint copied as
+    model.pt; beside it a her-rl run folder ``run``."""
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("my notes\n")
+    (user / "config.yaml").write_text("mine: true\n")
+    (user / "eval.json").write_text('{"mine": 1}\n')
+    shutil.copy(trained / "checkpoint.pt", user / "model.pt")
+    shutil.copytree(trained, tmp_path / "run")
+    return tmp_path
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every path below ``folder`` (links not followed) with a hash of what it holds."""
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        rel = str(path.relative_to(folder))
+        if path.is_symlink():
+            out[rel] = "link:" + os.readlink(path)
+        elif path.is_file():
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            out[rel] = "dir"
+    return out
+
+
+def refused(p, code=2):
+    assert "Traceback" not in p.stderr and "Traceback" not in p.stdout, p.stderr
+    assert p.returncode == code, (p.returncode, p.stderr)
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("her-run: error: "), p.stderr
+    assert "\x1b" not in p.stderr
+    return lines[0]
+
+
+# attacks her-run refuses before Hydra starts a job: (name, args with {home}, what the line says)
+REFUSED = [
+    ("load a user's model", ["load={home}/mine/model.pt"], "load= cannot write eval.json"),
+    ("load into a user's folder", ["load={home}/run", "hydra.run.dir={home}/mine"], "already holds other files"),
+    ("video into a user's folder", ["load={home}/run", "video=true", "hydra.run.dir={home}/mine"],
+     "load= cannot write videos"),
+    ("load into /proc", ["load={home}/run", "hydra.run.dir=/proc/her-rl-x"], "cannot write in /proc"),
+    ("load nothing", ["load={home}/nothing.pt"], "no such file"),
+    ("train into a user's folder", [*SMALL, "hydra.run.dir={home}/mine"], "already holds other files"),
+    ("train into /proc", [*SMALL, "hydra.run.dir=/proc/x"], "cannot write in /proc"),
+    ("huge number", ["n=" + "7" * 100_000, "hydra.run.dir={home}/new"], "digits"),
+    ("long name", [*SMALL, "hydra.run.dir={home}/" + "x" * 300], "at most 255"),
+    ("deep nesting", ["algo.hidden=" + "[" * 3000 + "]" * 3000, "hydra.run.dir={home}/new"], "levels"),
+    ("help from a path", ["--help", "hydra/help=../../x"], "hydra/help"),
+    ("ANSI in a value", ["n=\x1b[31mred", "hydra.run.dir={home}/new"], "\\x1b"),
+    ("code from an override", ["+hydra.callbacks.x._target_=builtins.open", "hydra.run.dir={home}/new"],
+     "hydra.callbacks"),
+] + [(f"~{key}", [*SMALL, f"~{key}", "hydra.run.dir={home}/new"], "required")
+     for key in ("threads", "budget", "eval.episodes", "device", "checkpoint.every_s", "seed", "algo", "env")]
+
+
+@pytest.mark.parametrize("name,args,says", REFUSED, ids=[r[0] for r in REFUSED])
+def test_refused_in_one_line_and_nothing_written(her_run_here, home, name, args, says):
+    before = snapshot(home)
+    p = her_run_here([a.format(home=home) for a in args], home)
+    assert says in refused(p)
+    assert snapshot(home) == before  # no new folder, no file touched, the run folder too
+
+
+@pytest.mark.parametrize("kind", ["fifo", "loop", "folder"])
+def test_a_checkpoint_that_is_not_a_file(her_run_here, home, kind):
+    ckpt = home / "run" / "checkpoint.pt"
+    ckpt.unlink()
+    {"fifo": lambda: os.mkfifo(ckpt), "loop": lambda: ckpt.symlink_to(ckpt), "folder": ckpt.mkdir}[kind]()
+    before = snapshot(home)
+    line = refused(her_run_here([f"load={home / 'run'}"], home))
+    assert "not a regular file" in line or "symbolic link" in line or "folder" in line
+    assert snapshot(home) == before
+
+
+def test_a_live_run_folder_is_not_written_by_load(her_run_here, home):
+    live = rundir.RunLock.acquire(home / "run")
+    try:
+        before = snapshot(home)
+        assert "in use by another live her-run" in refused(her_run_here([f"load={home / 'run'}"], home))
+        assert snapshot(home) == before
+    finally:
+        live.release()
+
+
+def test_summary_outputs_linked_elsewhere_stay_untouched(home):
+    sweep = home / "sweep"
+    shutil.copytree(home / "run", sweep / "0")
+    for name in ("summary.md", "summary.csv", "curves.png"):
+        (sweep / name).symlink_to(home / "mine" / "notes.txt")
+    before = snapshot(home / "mine")
+    assert summary_main([str(sweep)]) == 0
+    assert snapshot(home / "mine") == before
+    assert all((sweep / n).is_file() and not (sweep / n).is_symlink() for n in ("summary.md", "summary.csv"))
+
+
+def test_summary_of_an_unwritable_folder_is_one_line(capsys):
+    assert summary_main(["/proc/self"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("her-summary: error: ")
+
+
+@pytest.mark.parametrize("call", ["train(None)", "load(None)", "load(123)", "evaluate(None)", "train(['n=4'], 5)"])
+def test_python_api_bad_arguments(call):
+    with pytest.raises(ConfigError):
+        eval(f"her_rl.{call}")
+
+
+def test_predict_bad_input_is_config_error(trained):
+    policy = her_rl.load(trained)
+    good = {"observation": np.zeros(4, np.float32), "desired_goal": np.ones(4, np.float32)}
+    for bad in ({"observation": good["observation"]}, {**good, "desired_goal": np.ones(3, np.float32)},
+                {**good, "observation": np.full(4, np.nan, np.float32)},
+                {k: v[None][:0] for k, v in good.items()}, {**good, "observation": np.array(["a"] * 4)}):
+        with pytest.raises(ConfigError):
+            policy.predict(bad)
+
+
+def test_a_nan_checkpoint_is_refused(home):
+    path = home / "run" / "checkpoint.pt"
+    saved = torch.load(path, weights_only=True)
+    for name, value in saved["agent"].items():
+        if isinstance(value, dict):
+            for key, tensor in value.items():
+                if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+                    tensor.fill_(float("nan"))
+    torch.save(saved, path)
+    with pytest.raises(CheckpointError):
+        her_rl.load(path)
+
+
+def _run(her_run, args, cwd):
+    return subprocess.run([her_run, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300)
+
+
+def test_leftovers_and_damage_in_a_run_folder_still_resume(her_run, home):
+    """A folder named like an atomic write's temp file, a torn history line, bad bytes in metrics.jsonl:
+    the run resumes (twice), and results.json names a checkpoint at its own env step."""
+    run = home / "run"
+    (run / "checkpoint.pt.x1.tmp").mkdir()
+    (run / "metrics.jsonl.x2.tmp").mkdir()
+    with open(run / "history.jsonl", "ab") as f:
+        f.write(b'{"time": "2026-')
+    with open(run / "metrics.jsonl", "ab") as f:
+        f.write(b'{"step": 1, "\xff\xfe": 2}\n')
+    for budget in (400, 600):
+        p = _run(her_run, ["resume=true", f"budget.env_steps={budget}", "eval.stop_when_solved=false",
+                           f"hydra.run.dir={run}"], home)
+        assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+        results = json.loads((run / "results.json").read_text())
+        assert checkpoint.load(results["checkpoint"])["runner"]["env_steps"] == results["env_steps"]
+    assert all(json.loads(line) for line in (run / "history.jsonl").read_text().splitlines())
