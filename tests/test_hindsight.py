@@ -22,7 +22,7 @@ PUSH = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuou
 LEARNERS = {"her_dqn": (HerDQN, BITFLIP), "her_ddpg": (HerDDPG, PUSH), "her_sac": (HerSAC, PUSH),
             "her_td3": (HerTD3, PUSH), "her_redq": (HerREDQ, PUSH)}
 SHARED = ("strategy", "k", "random_mix", "hidden", "gamma", "batch_size", "buffer_size", "episodes_per_cycle",
-          "updates_per_cycle", "updates_per_step", "n_step", "polyak", "clip_target", "grad_clip", "normalize",
+          "updates_per_cycle", "updates_per_step", "n_step", "polyak", "tau", "clip_target", "grad_clip", "normalize",
           "norm_clip", "precision")
 
 
@@ -151,6 +151,20 @@ def test_targets_start_as_copies_take_no_gradient_and_move_once_per_cycle(name):
     for net, target in agent.TARGETS.items():
         for old, new, p in zip(before[target], getattr(agent, target).parameters(), getattr(agent, net).parameters()):
             torch.testing.assert_close(new, 0.9 * old + 0.1 * p.detach())
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_tau_moves_the_targets_after_every_gradient_step_and_not_per_cycle(name):
+    agent = _make(name, tau=0.25, polyak=0.0)  # polyak=0 would make the targets copies if it still applied
+    agent.train_iteration()
+    before = {t: [p.clone() for p in getattr(agent, t).parameters()] for t in agent.TARGETS.values()}
+    agent.learn()
+    for net, target in agent.TARGETS.items():
+        for old, new, p in zip(before[target], getattr(agent, target).parameters(), getattr(agent, net).parameters()):
+            torch.testing.assert_close(new, 0.75 * old + 0.25 * p.detach())
+    moved = [not torch.equal(p, pt) for net, target in agent.TARGETS.items()
+             for p, pt in zip(getattr(agent, net).parameters(), getattr(agent, target).parameters())]
+    assert any(moved)  # not a copy: the per-cycle step (polyak=0) did not apply
 
 
 @pytest.mark.parametrize("name", LEARNERS)

@@ -11,7 +11,8 @@ every hindsight learner has and runs the HER paper's cycle (Andrychowicz et al. 
     update   ``updates_per_cycle`` gradient steps (or ``updates_per_step`` per env step collected) on
              batches of ``batch_size``; forward passes run in ``precision``, gradients are clipped to
              a norm of ``grad_clip``;
-    targets  one Polyak step (decay ``polyak``) of every target network the learner declares.
+    targets  one Polyak step (decay ``polyak``) of every target network the learner declares (or, with
+             ``tau``, a soft step of tau after every gradient step).
 
 A learner adds its own keys as fields, names itself (``NAME``, its registry name), its targets
 (``TARGETS``: online -> target attribute) and what a checkpoint holds (``STATE``), and writes
@@ -56,6 +57,7 @@ class HindsightLearner:
         "strategy": choice(*STRATEGIES), "k": integer(0), "random_mix": UNIT, "hidden": HIDDEN,
         "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT, "episodes_per_cycle": optional(integer(1, MAX_ENVS)),
         "updates_per_cycle": COUNT, "updates_per_step": optional(POSITIVE), "n_step": integer(1, 1000), "polyak": UNIT,
+        "tau": optional(UNIT_OPEN_CLOSED),
         "clip_target": BOOL, "grad_clip": GRAD_NORM, "normalize": choice("auto", True, False), "norm_clip": POSITIVE,
         "precision": choice(*PRECISIONS),
     }
@@ -93,6 +95,9 @@ class HindsightLearner:
     (no off-policy correction); 1: the one-step target."""
     polyak: float = 0.95
     """Decay of every target network after each cycle (not a per-step tau)."""
+    tau: float | None = None
+    """When set, every target network moves by tau towards its online network after each gradient step
+    (SB3's soft update, 0.005), so the targets keep pace however many updates a cycle has; replaces polyak."""
     clip_target: bool = True
     """Clip Q targets to [-1/(1-gamma), 0], the range a -1/0 reward allows."""
     grad_clip: float | None = None
@@ -187,7 +192,14 @@ class HindsightLearner:
         """One gradient step on a relabelled batch from the memory."""
         metrics = self.update(self.tensors(self.memory.sample(self.batch_size, self.rng)))
         self.updates += 1
+        if self.tau:
+            self.move_targets(1.0 - self.tau)
         return metrics
+
+    def move_targets(self, decay: float) -> None:
+        """One Polyak step of every declared target network: target <- decay target + (1 - decay) online."""
+        for net, target in self.TARGETS.items():
+            polyak_update(getattr(self, net), getattr(self, target), decay)
 
     def train_iteration(self, max_env_steps: int | None = None) -> IterationResult:
         """One HER cycle: a batch of episodes (cut where ``max_env_steps``, the budget left, is
@@ -198,8 +210,8 @@ class HindsightLearner:
         steps = int(episodes["length"].sum())
         n_updates = updates_for_cycle(self.updates_per_cycle, self.updates_per_step, steps, self.horizon)
         losses = [self.learn() for _ in range(n_updates)]
-        for net, target in self.TARGETS.items():
-            polyak_update(getattr(self, net), getattr(self, target), self.polyak)
+        if not self.tau:  # the HER paper's one step per cycle
+            self.move_targets(self.polyak)
         return cycle_result(episodes, losses, self.cycle_metrics())
 
     def bounded(self, target: torch.Tensor) -> torch.Tensor:
