@@ -19,7 +19,6 @@ import io
 import re
 import signal
 import sys
-import unicodedata
 from pathlib import Path
 
 import hydra
@@ -27,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from her_rl import rundir, schema, sweep_failures, video
 from her_rl.envs.custom import import_given
-from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, one_line
+from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, one_line, printable
 from her_rl.overrides import check_overrides, one_value_each, sweep_values
 from her_rl.plan import check_sweep, sweep_variants
 from her_rl.registry import algo_info, check_env_name
@@ -52,19 +51,9 @@ rundir.register_resolvers()  # ${run_suffix:} in hydra.run.dir, also in launcher
 _STAGE = Stage()  # how far this command got, for the line a signal that stops it ends with
 
 
-WORD_MAX = 200  # an echoed value past this many characters is shortened to its ends
 
 
-def _shown(text: object) -> str:
-    """``text`` as one line a terminal shows as written: control and format characters escaped as
-    Python writes them (an ANSI sequence in a value is not run by the terminal), whitespace runs made
-    one space, and an over-long run of non-spaces (a value from a huge argv) cut to its ends."""
-    escaped = "".join(c.encode("unicode_escape").decode("ascii")
-                      if c not in "\n\t " and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c
-                      for c in str(text))
-    words = [w if len(w) <= WORD_MAX else f"{w[:WORD_MAX - 50]}…{w[-49:]}" for w in one_line(escaped).split(" ")]
-    line = " ".join(words)
-    return line if len(line) <= 8 * WORD_MAX else f"{line[:7 * WORD_MAX]}…{line[-WORD_MAX:]}"
+_shown = printable  # the one way her-run echoes text (her_rl/errors.py)
 
 
 def _say(text: object) -> None:

@@ -6,12 +6,28 @@ written; the other two end a run that had started.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
+
+
+WORD_MAX = 200  # an echoed value past this many characters is shortened to its ends
 
 
 def one_line(text: Any) -> str:
     """``text`` with every run of whitespace (newlines too) made one space."""
     return " ".join(str(text).split())
+
+
+def printable(text: Any) -> str:
+    """``text`` as one line a terminal shows as written: control and format characters escaped as
+    Python writes them (an ANSI sequence in a value is not run by the terminal), whitespace runs made
+    one space, and an over-long run of non-spaces (a value from a huge argv) cut to its ends."""
+    escaped = "".join(c.encode("unicode_escape").decode("ascii")
+                      if c not in "\n\t " and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c
+                      for c in str(text))
+    words = [w if len(w) <= WORD_MAX else f"{w[:WORD_MAX - 50]}…{w[-49:]}" for w in one_line(escaped).split(" ")]
+    line = " ".join(words)
+    return line if len(line) <= 8 * WORD_MAX else f"{line[:7 * WORD_MAX]}…{line[-WORD_MAX:]}"
 
 
 class ConfigError(ValueError):
@@ -51,4 +67,4 @@ class EnvError(RuntimeError):
             self.exit_code = exit_code
 
 
-__all__ = ["CheckpointError", "ConfigError", "EnvError", "NonFiniteError", "OutputError", "one_line"]
+__all__ = ["CheckpointError", "ConfigError", "EnvError", "NonFiniteError", "OutputError", "one_line", "printable"]

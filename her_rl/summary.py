@@ -33,6 +33,7 @@ from hydra.experimental.callback import Callback
 
 from her_rl import sweep_failures
 from her_rl.checkpoint import write_atomic_text
+from her_rl.errors import printable
 from her_rl.rundir import cannot_write_in
 from her_rl.summary_runs import NUMBER_KEYS, BadRun, Run, find_runs, read_run, read_runs  # noqa: F401 (re-exported)
 from her_rl.summary_stats import bootstrap_ci, iqm, iqm_ci
@@ -167,7 +168,7 @@ def write_summary(root: Path, plots: bool = True, out=None, err=None, prog: str 
         raise NothingWritten(why)
     runs, bad = read_runs(root)
     for folder, why in bad:
-        print(f"{prog}: warning: skipped {folder}: {why}", file=err)
+        print(printable(f"{prog}: warning: skipped {folder}: {why}"), file=err)
     if not runs:
         left = f" ({len(bad)} run folders skipped, listed above)" if bad else ""
         raise FileNotFoundError(f"no readable run folders (history.jsonl, results.json or failed.json) below {root}{left}")
@@ -184,7 +185,7 @@ def write_summary(root: Path, plots: bool = True, out=None, err=None, prog: str 
             written.append(path)
         except OSError as exc:
             failed.append(path)
-            print(f"{prog}: error: cannot write {path}: {exc.strerror or exc}", file=err)
+            print(printable(f"{prog}: error: cannot write {path}: {exc.strerror or exc}"), file=err)
 
     attempt(root / "summary.csv", lambda p: _write_csv(p, rows))
     attempt(root / "summary.md", lambda p: write_atomic_text(p, table + "\n"))
@@ -212,11 +213,12 @@ class SummaryCallback(Callback):
         try:
             write_summary(root, prog="her-run")
         except Exception as exc:  # noqa: BLE001  (a summary must never turn a finished sweep into a failure)
-            print(f"her-run: warning: no sweep summary for {root}: {exc}", file=sys.stderr)
+            print(printable(f"her-run: warning: no sweep summary for {root}: {exc}"), file=sys.stderr)
         try:
             sweep_failures.end_sweep(root)
         except OSError as exc:
-            print(f"her-run: warning: cannot list the failed jobs of {root}: {exc.strerror or exc}", file=sys.stderr)
+            print(printable(f"her-run: warning: cannot list the failed jobs of {root}: {exc.strerror or exc}"),
+                  file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -227,15 +229,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-plots", action="store_true", help="only the table, CSV and Markdown")
     args = p.parse_args(argv)
     if not args.folder.is_dir():
-        print(f"her-summary: error: {args.folder} is not a folder", file=sys.stderr)
+        print(printable(f"her-summary: error: {args.folder} is not a folder"), file=sys.stderr)
         return 2
     try:
         write_summary(args.folder, plots=not args.no_plots)
     except FileNotFoundError as exc:
-        print(f"her-summary: error: {exc}", file=sys.stderr)
+        print(printable(f"her-summary: error: {exc}"), file=sys.stderr)
         return 2
     except NothingWritten as exc:
-        print(f"her-summary: error: {exc}", file=sys.stderr)
+        print(printable(f"her-summary: error: {exc}"), file=sys.stderr)
         return 1
     return 0
 

@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, one_line
+from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, one_line, printable
 from her_rl.rundir import FAILED
 _SLACK_S = 1.0  # file times come from a coarse kernel clock: a job's file may look a little older than the sweep
 # The sweep this process launched; "unrecorded": failed jobs of this process whose failed.json could not be written.
@@ -80,7 +80,7 @@ def _shown(folder: Path) -> str:
 def job_failed(out: Path, exc: BaseException, overrides: list[str]) -> None:
     """Report and record a failed sweep job; the sweeper gets no objective for it (None)."""
     line, code = describe(exc)
-    print(f"her-run: error: sweep job {_shown(out)}: {line}", file=sys.stderr, flush=True)
+    print(printable(f"her-run: error: sweep job {_shown(out)}: {line}"), file=sys.stderr, flush=True)
     if not record(out, line, code, overrides):
         _sweep["unrecorded"].append((out, line, code))  # still counted at the end (basic launcher: this process)
 
@@ -137,7 +137,7 @@ def exit_if_failed() -> None:
     shown = "; ".join(f"{_shown(folder)}: {error}" for folder, error, _ in failures[:3])
     more = f"; and {len(failures) - 3} more (summary.md lists them)" if len(failures) > 3 else ""
     jobs = "job" if _sweep["jobs"] == 1 else "jobs"
-    print(f"her-run: error: {len(failures)} of {_sweep['jobs']} sweep {jobs} failed: {shown}{more}",
+    print(printable(f"her-run: error: {len(failures)} of {_sweep['jobs']} sweep {jobs} failed: {shown}{more}"),
           file=sys.stderr, flush=True)
     sys.exit(codes.pop() if len(codes) == 1 else 1)
 
