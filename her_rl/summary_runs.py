@@ -57,6 +57,8 @@ def _live(folder: Path) -> bool:
 
 
 def _read_text(path: Path) -> str:
+    if path.is_symlink() or not path.is_file():  # a FIFO would block the read; a link may lead anywhere
+        raise BadRun(f"{path.name} is not a regular file")
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

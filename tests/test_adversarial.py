@@ -129,6 +129,16 @@ def test_summary_outputs_linked_elsewhere_stay_untouched(home):
     assert all((sweep / n).is_file() and not (sweep / n).is_symlink() for n in ("summary.md", "summary.csv"))
 
 
+@pytest.mark.parametrize("name", ["results.json", "config.yaml", "history.jsonl"])
+def test_summary_of_a_run_file_that_is_a_fifo_is_skipped_not_hung(home, capsys, name):
+    sweep = home / "sweep"
+    shutil.copytree(home / "run", sweep / "0")
+    (sweep / "0" / name).unlink()
+    os.mkfifo(sweep / "0" / name)  # reading it would block for ever
+    assert summary_main([str(sweep), "--no-plots"]) == 2
+    assert f"{name} is not a regular file" in capsys.readouterr().err
+
+
 def test_summary_of_an_unwritable_folder_is_one_line(capsys):
     assert summary_main(["/proc/self"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
