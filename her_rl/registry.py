@@ -44,6 +44,7 @@ ALGOS: dict[str, AlgoInfo] = {
     "her_sac": AlgoInfo("her_rl.algos.her_sac.HerSAC", needs_goal_env=True, action_spaces=("continuous",)),
     "her_td3": AlgoInfo("her_rl.algos.her_td3.HerTD3", needs_goal_env=True, action_spaces=("continuous",)),
     "her_redq": AlgoInfo("her_rl.algos.her_redq.HerREDQ", needs_goal_env=True, action_spaces=("continuous",)),
+    "her_crossq": AlgoInfo("her_rl.algos.her_crossq.HerCrossQ", needs_goal_env=True, action_spaces=("continuous",)),
     "reinforce": AlgoInfo("her_rl.algos.reinforce.Reinforce", action_spaces=("discrete", "continuous")),
     "ppo": AlgoInfo("her_rl.algos.ppo.PPO", action_spaces=("discrete", "continuous")),
     "rnd_ppo": AlgoInfo("her_rl.algos.rnd_ppo.RNDPPO", action_spaces=("discrete", "continuous")),

@@ -105,10 +105,10 @@ class Probe:
 
 def probes() -> list[Probe]:
     out = [Probe("her_dqn", BITFLIP + HER_SMALL, True), Probe("her_dqn", DENSE_DISCRETE + HER_SMALL, False)]
-    for algo in ("her_ddpg", "her_sac", "her_td3", "her_redq"):
+    for algo in ("her_ddpg", "her_sac", "her_td3", "her_redq", "her_crossq"):
         out.append(Probe(algo, PUSH + HER_SMALL, True))
         out.append(Probe(algo, DENSE + HER_SMALL, False))
-    for algo in ("her_sac", "her_redq"):
+    for algo in ("her_sac", "her_redq", "her_crossq"):
         out.append(Probe(algo, PUSH + HER_SMALL + ("algo.autotune=false",), True, "algo.autotune=false"))
     for algo, small in ONPOLICY_SMALL.items():
         out.append(Probe(algo, BITFLIP + small, True))
@@ -136,7 +136,7 @@ MEANINGS = {
     "losses/td_loss": "TD loss of the Q-network",
     "losses/qf_loss": "critic loss, mean over the critics",
     "losses/q_values": "mean Q-value of the batch's taken actions",
-    "losses/actor_loss": "actor loss (HER-TD3: at every `algo.policy_delay`-th update)",
+    "losses/actor_loss": "actor loss (HER-TD3, HER-CrossQ: at every `algo.policy_delay`-th update)",
     "losses/alpha": "entropy temperature alpha",
     "losses/alpha_loss": "loss of the temperature step",
     "losses/entropy": "policy entropy (SAC, REDQ: minus the mean log-probability of the sampled actions)",

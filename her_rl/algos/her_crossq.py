@@ -1,0 +1,101 @@
+"""CrossQ with Hindsight Experience Replay: SAC without target networks, its critics batch-renormalised.
+
+Bhatt et al., ICLR 2024, "CrossQ: Batch Normalization in Deep Reinforcement Learning for Greater Sample
+Efficiency and Simplicity": HER-SAC (her_rl/algos/her_sac.py: the squashed Gaussian actor and the
+entropy temperature, on the cycle every hindsight learner shares, her_rl/algos/hindsight.py) with
+
+    critics: twin RenormCritics (her_rl/rl/batch_renorm.py: batch renormalisation of the input and of
+             every hidden layer) and no target copies. The current and next state-actions go through
+             each critic in ONE forward pass, [(s, g, a); (s', g, a')] with a' ~ pi(. | s', g), so the
+             normalisation statistics cover both halves (what makes the bootstrap from the online
+             critics stable):
+                 y    = r + gamma^m (1 - terminated) (min(Q1, Q2)(s', g, a') - alpha log pi(a' | s', g)),
+                        held constant (no gradient through the second half)
+                 loss = mean (Q1(s, g, a) - y)^2 + mean (Q2(s, g, a) - y)^2
+    actor:   every ``policy_delay``-th update (the paper's 3), loss = mean (alpha log pi - min(Q1, Q2)),
+             the critics in inference mode (their running statistics);
+    Adam:    beta1 = ``adam_beta1`` (the paper's 0.5) for actor and critics.
+
+The bootstrap (not the entropy bonus) is bounded to the returns the env's reward range allows
+(``clip_target``, as HER-REDQ does: sparse goal rewards). Departures from the paper: the critics are
+``hidden`` wide like every hindsight learner's (the paper's are 2 x 2048, sb3-contrib's 2 x 1024), a
+CPU-sized default; ``renorm_warmup`` counts gradient steps, as the paper's 100,000 warm-up steps do at
+one update per env step. ``polyak`` and ``tau`` have nothing to move.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+import torch.nn.functional as F
+
+from her_rl.algos.her_sac import HerSAC
+from her_rl.rl.batch_renorm import RenormCritic
+from her_rl.rl.updates import frozen
+from her_rl.rules import UNIT_OPEN_CLOSED, Rule, integer, real
+
+
+@dataclass(eq=False)
+class HerCrossQ(HerSAC):
+    """HER-CrossQ agent: HER-SAC's actor and temperature, batch-renormalised critics, no targets."""
+
+    NAME = "her_crossq"
+    TARGETS: ClassVar[dict[str, str]] = {}
+    STATE = ("actor", "q1", "q2", "actor_optimizer", "critic_optimizer", "alpha_optimizer", "log_alpha", "generator")
+    RULES: ClassVar[dict[str, Rule]] = {
+        **HerSAC.RULES, "policy_delay": integer(1, 1000), "adam_beta1": real(0, 1, hi_open=True),
+        "renorm_momentum": UNIT_OPEN_CLOSED, "renorm_warmup": integer(0),
+    }
+
+    hidden: tuple[int, ...] = (256, 256)
+    """Hidden layers (ReLU) of the actor and of both critics (the paper: a 256 x 256 actor, 2048 x 2048 critics)."""
+    policy_delay: int = 3
+    """Critic updates per actor (and temperature) update."""
+    adam_beta1: float = 0.5
+    """Adam's first-moment decay for every optimiser (the paper's 0.5; Adam's default is 0.9)."""
+    renorm_momentum: float = 0.01
+    """How far the critics' running mean and variance move towards each batch's."""
+    renorm_warmup: int = 100_000
+    """Gradient steps of plain batch normalisation before the renormalisation corrections start."""
+    clip_target: bool = True
+    """Bound the bootstrap to the returns the env's reward range allows (before the entropy bonus)."""
+
+    def build_critics(self) -> None:
+        self.q1, self.q2 = (RenormCritic(self.inputs.dim, self.act_dim, self.hidden, self.renorm_momentum,
+                                         self.renorm_warmup).to(self.device) for _ in range(2))
+        self.critic_optimizer = self.adam([*self.q1.parameters(), *self.q2.parameters()], self.critic_lr)
+
+    def adam(self, params, lr: float) -> torch.optim.Adam:
+        return torch.optim.Adam(params, lr=lr, betas=(self.adam_beta1, 0.999), fused=self.device.type == "cpu")
+
+    def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One joint critic step; every ``policy_delay``-th update also an actor and temperature step."""
+        batch = len(t["x"])
+        with torch.no_grad(), self.autocast():
+            a_next, logp_next = self.actor(t["x_next"]).sample_with_log_prob(self.generator)
+        x = torch.cat([t["x"], t["x_next"]])
+        a = torch.cat([t["action"], a_next.to(t["action"].dtype)])
+        with self.autocast():
+            q1, q2 = self.q1(x, a).float(), self.q2(x, a).float()  # one pass: statistics of both halves
+        with torch.no_grad():
+            q_next = self.bounded(torch.min(q1[batch:], q2[batch:]))
+            y = t["reward"] + t["discount"] * t["not_done"] * (q_next - self.log_alpha.exp() * logp_next.float())
+        qf_loss = F.mse_loss(q1[:batch], y) + F.mse_loss(q2[:batch], y)
+        self.step(self.critic_optimizer, qf_loss)
+        metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1[:batch].mean().item()}
+        if self.updates % self.policy_delay:
+            return metrics
+        self.q1.eval(), self.q2.eval()  # the actor climbs the critics as they act: running statistics
+        try:
+            with frozen(self.q1, self.q2):
+                with self.autocast():
+                    a_pi, logp = self.actor(t["x"]).sample_with_log_prob(self.generator)
+                    q_pi = torch.min(self.q1(t["x"], a_pi), self.q2(t["x"], a_pi)).float()
+                actor_loss = (self.log_alpha.detach().exp() * logp - q_pi).mean()
+                self.step(self.actor_optimizer, actor_loss)
+        finally:
+            self.q1.train(), self.q2.train()
+        metrics.update({"losses/actor_loss": actor_loss.item(), "losses/entropy": -logp.mean().item()})
+        return {**metrics, **self.temperature_step(logp)}

@@ -1,0 +1,74 @@
+"""Batch renormalisation (Ioffe 2017) and the critic CrossQ builds from it (Bhatt et al., ICLR 2024).
+
+Batch normalisation standardises a layer by the batch's own mean and deviation while training and by
+running estimates at inference, so a network trained on one batch distribution acts differently on
+another. Batch renormalisation corrects the batch statistics towards the running ones while training:
+
+    x_hat = (x - mean_B) / std_B * r + d,   r = clip(std_B / std, 1/r_max, r_max),
+                                            d = clip((mean_B - mean) / std, -d_max, d_max)
+
+with r and d held constant in the backward pass, so training and inference see the same
+standardisation once the running estimates settle. For the first ``warmup`` training steps r = 1 and
+d = 0 (plain batch normalisation) while the running estimates form. The running mean and variance
+move by ``momentum`` towards each batch's.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+import torch.nn as nn
+
+__all__ = ["BatchRenorm", "RenormCritic"]
+
+
+class BatchRenorm(nn.Module):
+    """Batch renormalisation over the features of a [batch, features] input (see the module docstring)."""
+
+    def __init__(self, features: int, momentum: float = 0.01, eps: float = 1e-3, r_max: float = 3.0,
+                 d_max: float = 5.0, warmup: int = 100_000):
+        super().__init__()
+        self.momentum, self.eps, self.r_max, self.d_max, self.warmup = momentum, eps, r_max, d_max, int(warmup)
+        self.weight = nn.Parameter(torch.ones(features))
+        self.bias = nn.Parameter(torch.zeros(features))
+        self.register_buffer("running_mean", torch.zeros(features))
+        self.register_buffer("running_var", torch.ones(features))
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            x_hat = (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+            return x_hat * self.weight + self.bias
+        mean, var = x.mean(0), x.var(0, unbiased=False)
+        std = torch.sqrt(var + self.eps)
+        x_hat = (x - mean) / std
+        if self.steps >= self.warmup:
+            with torch.no_grad():
+                running_std = torch.sqrt(self.running_var + self.eps)
+                r = (std / running_std).clamp(1.0 / self.r_max, self.r_max)
+                d = ((mean - self.running_mean) / running_std).clamp(-self.d_max, self.d_max)
+            x_hat = x_hat * r + d
+        with torch.no_grad():
+            self.running_mean.lerp_(mean.detach().float(), self.momentum)
+            self.running_var.lerp_(var.detach().float(), self.momentum)
+            self.steps += 1
+        return x_hat * self.weight + self.bias
+
+
+class RenormCritic(nn.Module):
+    """Q(x, a) as CrossQ builds it: batch renormalisation of the input and after every hidden layer
+    (before its ReLU), no normalisation of the output. ``forward`` returns [batch]."""
+
+    def __init__(self, in_dim: int, act_dim: int, hidden: Sequence[int], momentum: float = 0.01,
+                 warmup: int = 100_000):
+        super().__init__()
+        dims = [int(in_dim) + int(act_dim), *[int(h) for h in hidden]]
+        layers: list[nn.Module] = [BatchRenorm(dims[0], momentum, warmup=warmup)]
+        for a, b in zip(dims[:-1], dims[1:]):
+            layers += [nn.Linear(a, b), BatchRenorm(b, momentum, warmup=warmup), nn.ReLU()]
+        layers.append(nn.Linear(dims[-1], 1))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat([x, a], dim=1)).squeeze(1)
