@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from her_rl.agent import IterationResult
 from her_rl.errors import ConfigError
 from her_rl.registry import RUNTIME_ARGS
-from her_rl.rl.her import STRATEGIES
+from her_rl.rl.her import PRIORITIES, STRATEGIES
 from her_rl.rl.updates import clip_to_return_range, frozen, polyak_update, update_precision  # noqa: F401
 from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, Rule, check_values,
                           choice, integer, optional)
@@ -57,7 +57,8 @@ class HindsightLearner:
         "strategy": choice(*STRATEGIES), "k": integer(0), "random_mix": UNIT, "hidden": HIDDEN,
         "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT, "episodes_per_cycle": optional(integer(1, MAX_ENVS)),
         "updates_per_cycle": COUNT, "updates_per_step": optional(POSITIVE), "n_step": integer(1, 1000), "polyak": UNIT,
-        "tau": optional(UNIT_OPEN_CLOSED),
+        "tau": optional(UNIT_OPEN_CLOSED), "prioritize": choice(*PRIORITIES), "clip_energy": POSITIVE,
+        "energy_dt": POSITIVE,
         "clip_target": BOOL, "grad_clip": GRAD_NORM, "normalize": choice("auto", True, False), "norm_clip": POSITIVE,
         "precision": choice(*PRECISIONS),
     }
@@ -73,6 +74,13 @@ class HindsightLearner:
     random_mix: float = 0.0
     """Share of the relabelled goals drawn as `random` draws them (from any stored step), whatever the strategy:
     goals at distances the episode itself never travelled."""
+    prioritize: str = "none"
+    """Which stored episodes a batch draws from: none, uniformly over steps; energy, in proportion to the
+    trajectory energy of the object the achieved goals track (Zhao and Tresp 2018; her_rl/rl/her.py)."""
+    clip_energy: float = 0.5
+    """With prioritize=energy: the clip of each step's energy gain (the paper's 0.5 on Fetch)."""
+    energy_dt: float = 0.04
+    """With prioritize=energy: seconds between two env steps, for the object's speed (Fetch: 0.04)."""
     hidden: Sequence[int] = (256, 256, 256)
     """Hidden layers (ReLU) of the actor and of every critic; the actor ends in tanh or a squashed Gaussian."""
     gamma: float = 0.98
@@ -131,7 +139,8 @@ class HindsightLearner:
         self.inputs = GoalInputs(self.spec, self.normalize, self.norm_clip, self.device)
         self.rng = np.random.default_rng(self.seed)
         self.memory = None if self.inference else hindsight_memory(
-            self.spec, self.buffer_size, self.strategy, self.k, self.seed, self.n_step, self.gamma, self.random_mix)
+            self.spec, self.buffer_size, self.strategy, self.k, self.seed, self.n_step, self.gamma, self.random_mix,
+            self.prioritize, self.clip_energy, self.energy_dt)
         self.updates = 0
         self.build()
         for net, target in self.TARGETS.items():

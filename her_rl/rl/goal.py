@@ -213,7 +213,8 @@ def collect_episodes(envs: gym.vector.VectorEnv, spec: GoalEnvSpec, act: Callabl
 
 
 def hindsight_memory(spec: GoalEnvSpec, buffer_size: int, strategy: str, k: int, seed: int, n_step: int = 1,
-                     gamma: float | None = None, random_mix: float = 0.0) -> HindsightMemory:
+                     gamma: float | None = None, random_mix: float = 0.0, prioritize: str = "none",
+                     clip_energy: float = 0.5, energy_dt: float = 0.04) -> HindsightMemory:
     """A HindsightMemory of ``buffer_size`` transitions shaped by the env (actions as the env takes them)."""
     return HindsightMemory(
         capacity_episodes=max(1, buffer_size // spec.horizon), horizon=spec.horizon,
@@ -221,7 +222,8 @@ def hindsight_memory(spec: GoalEnvSpec, buffer_size: int, strategy: str, k: int,
         compute_reward=spec.compute_reward, compute_terminated=spec.compute_terminated,
         strategy=strategy, k=k, obs_dtype=spec.obs_dtype, goal_dtype=spec.goal_dtype,
         action_shape=spec.action_space.shape, action_dtype=spec.action_space.dtype, seed=seed,
-        n_step=n_step, gamma=gamma, random_mix=random_mix,
+        n_step=n_step, gamma=gamma, random_mix=random_mix, prioritize=prioritize, clip_energy=clip_energy,
+        energy_dt=energy_dt,
     )
 
 

@@ -32,6 +32,11 @@ Beyond the paper:
                  strategy of Ozgur, Zurbrugg and Kumar 2025, reported to need fewer samples than
                  ``future`` on most of the robot-arm tasks it was measured on)
 
+``prioritize="energy"`` draws episodes in proportion to their trajectory energy, the work done on
+the object their achieved goals track (Zhao and Tresp 2018, "Energy-Based Hindsight Experience
+Prioritization"; :func:`trajectory_energy`), instead of uniformly over stored steps: episodes in
+which the object moved are replayed, those in which it lay still are not.
+
 ``random_mix`` draws that share of the relabelled goals as ``random`` does, whatever the strategy:
 on bit-flip an episode of an untrained policy wanders a few bits from its start, so ``future`` goals
 alone never show the network the distances (about n/2) its evaluation goals lie at.
@@ -46,6 +51,8 @@ import numpy as np
 from her_rl.rl.replay import ReplayBuffer
 
 STRATEGIES = ("future", "final", "episode", "random", "next", "next_future", "none")
+PRIORITIES = ("none", "energy")
+GRAVITY, MASS = 9.81, 1.0  # the energy of a unit mass under Earth's gravity (Zhao and Tresp 2018)
 
 RewardFn = Callable[[np.ndarray, np.ndarray, object], np.ndarray]
 
@@ -86,6 +93,9 @@ class HindsightMemory:
         n_step: int = 1,
         gamma: float | None = None,
         random_mix: float = 0.0,
+        prioritize: str = "none",
+        clip_energy: float = 0.5,
+        energy_dt: float = 0.04,
     ):
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown HER strategy '{strategy}'; valid choices: {', '.join(STRATEGIES)}")
@@ -97,6 +107,9 @@ class HindsightMemory:
             raise ValueError("n_step > 1 needs gamma (the n-step return is discounted)")
         if not 0.0 <= random_mix <= 1.0:
             raise ValueError(f"random_mix must lie in [0, 1], got {random_mix!r}")
+        if prioritize not in PRIORITIES:
+            raise ValueError(f"unknown prioritisation '{prioritize}'; valid choices: {', '.join(PRIORITIES)}")
+        self.prioritize, self.clip_energy, self.energy_dt = prioritize, float(clip_energy), float(energy_dt)
         self.horizon, self.strategy, self.k = int(horizon), strategy, int(k)
         self.n_step, self.gamma, self.random_mix = int(n_step), gamma, float(random_mix)
         self.compute_reward, self.compute_terminated = compute_reward, compute_terminated
@@ -111,6 +124,7 @@ class HindsightMemory:
                 "desired_goal": (goal_shape, goal_dtype),
                 "action": ((T, *_shape(action_shape)), action_dtype),
                 "length": ((), np.int64),
+                **({"energy": ((), np.float64)} if prioritize == "energy" else {}),
             },
         )
         self.rng = np.random.default_rng(seed)
@@ -123,7 +137,11 @@ class HindsightMemory:
         length = np.asarray(length)
         if length.min(initial=1) < 1 or length.max(initial=1) > self.horizon:
             raise ValueError(f"episode lengths must lie in [1, {self.horizon}]")
-        self.episodes.add(obs=obs, achieved_goal=achieved_goal, desired_goal=desired_goal, action=action, length=length)
+        extra = {}
+        if self.prioritize == "energy":
+            extra["energy"] = trajectory_energy(np.asarray(achieved_goal), length, self.clip_energy, self.energy_dt)
+        self.episodes.add(obs=obs, achieved_goal=achieved_goal, desired_goal=desired_goal, action=action, length=length,
+                          **extra)
         self._cum_length = None
 
     EPISODE_KEYS = ("obs", "achieved_goal", "desired_goal", "action", "length")
@@ -148,6 +166,20 @@ class HindsightMemory:
         u = rng.integers(0, cum[-1], size=batch_size)
         ep = np.searchsorted(cum, u, side="right")
         return ep, u - (cum[ep] - self.episodes.data["length"][ep])
+
+    def draw(self, batch_size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """The (episode, step) pairs of a batch: uniform over stored steps, or with ``prioritize=energy``
+        an episode drawn in proportion to its trajectory energy and a step uniform within it (uniform
+        over steps while no stored episode has energy)."""
+        if self.prioritize != "energy":
+            return self.sample_steps(batch_size, rng)
+        energy = self.episodes.data["energy"][: len(self.episodes)]
+        total = energy.sum()
+        if not total > 0:
+            return self.sample_steps(batch_size, rng)
+        ep = np.searchsorted(np.cumsum(energy), rng.random(batch_size) * total, side="right")
+        ep = np.minimum(ep, len(energy) - 1)  # rounding at the top end
+        return ep, (rng.random(batch_size) * self.episodes.data["length"][ep]).astype(np.int64)
 
     # -- relabelling -----------------------------------------------------------------------
     def goal_indices(self, ep: np.ndarray, t: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -219,7 +251,7 @@ class HindsightMemory:
         if len(self.episodes) == 0:
             raise RuntimeError("cannot sample from an empty memory")
         rng = self.rng if rng is None else rng
-        ep, t = self.sample_steps(batch_size, rng)
+        ep, t = self.draw(batch_size, rng)
         goal = self.episodes.data["desired_goal"][ep]  # fancy indexing: already a copy
         relabel = rng.random(batch_size) < self.relabel_prob
         if relabel.any():
@@ -253,3 +285,20 @@ class HindsightMemory:
         self.episodes.load_state_dict(state["episodes"])
         self.rng.bit_generator.state = state["rng"]
         self._cum_length = None
+
+
+def trajectory_energy(achieved_goal: np.ndarray, length: np.ndarray, clip_energy: float,
+                      dt: float = 0.04) -> np.ndarray:
+    """The trajectory energy of a batch of episodes (Zhao and Tresp 2018), from the achieved goals
+    [B, T+1, G] read as the object's position (the first three values; z the third): after step t the
+    object's energy is E_t = m g (z_t - z_0) + m |p_t - p_(t-1)|^2 / (2 dt^2); a step's transition energy
+    is E_1 for the first and E_t - E_(t-1) after, clipped to [0, clip_energy]; the trajectory energy is
+    their sum over the episode's ``length`` steps. [B] float64."""
+    pos = np.asarray(achieved_goal, dtype=np.float64).reshape(*np.shape(achieved_goal)[:2], -1)[..., :3]
+    steps = pos.shape[1] - 1
+    height = pos[:, 1:, 2] - pos[:, :1, 2] if pos.shape[-1] >= 3 else np.zeros((len(pos), steps))
+    speed2 = (np.diff(pos, axis=1) ** 2).sum(-1) / dt ** 2
+    energy = MASS * GRAVITY * height + 0.5 * MASS * speed2  # [B, T]: after each step
+    transition = np.clip(np.concatenate([energy[:, :1], np.diff(energy, axis=1)], axis=1), 0.0, clip_energy)
+    counted = np.arange(steps)[None] < np.asarray(length)[:, None]
+    return (transition * counted).sum(1)
