@@ -175,11 +175,15 @@ def test_a_second_ctrl_c_aborts_at_once_with_one_line(her_run, tmp_path):
 def test_in_python_a_second_ctrl_c_is_a_keyboard_interrupt_saying_so():
     from her_rl.signals import ABORTED, StopSignals
 
-    with pytest.raises(KeyboardInterrupt, match=ABORTED):
-        with StopSignals() as stop:
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)  # the handler runs between bytecodes
-            assert stop.received == [signal.SIGINT]  # the first one is only noted
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(1)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job inherits SIG_IGN
+    try:
+        with pytest.raises(KeyboardInterrupt, match=ABORTED):
+            with StopSignals() as stop:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # the handler runs between bytecodes
+                assert stop.received == [signal.SIGINT]  # the first one is only noted
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    finally:
+        signal.signal(signal.SIGINT, inherited)
