@@ -53,12 +53,9 @@ _STAGE = Stage()  # how far this command got, for the line a signal that stops i
 
 
 
-_shown = printable  # the one way her-run echoes text (her_rl/errors.py)
-
-
 def _say(text: object) -> None:
     """The one place her-run prints a line of its own to stderr."""
-    print(f"her-run: {_shown(text)}", file=sys.stderr, flush=True)
+    print(f"her-run: {printable(text)}", file=sys.stderr, flush=True)
 
 
 def _fail(message: object, code: int = 2) -> None:

@@ -33,7 +33,6 @@ import torch.nn.functional as F
 
 from her_rl.algos.her_sac import HerSAC
 from her_rl.rl.batch_renorm import RenormCritic
-from her_rl.rl.updates import frozen
 from her_rl.rules import UNIT_OPEN_CLOSED, Rule, integer, real
 
 
@@ -89,13 +88,6 @@ class HerCrossQ(HerSAC):
             return metrics
         self.q1.eval(), self.q2.eval()  # the actor climbs the critics as they act: running statistics
         try:
-            with frozen(self.q1, self.q2):
-                with self.autocast():
-                    a_pi, logp = self.actor(t["x"]).sample_with_log_prob(self.generator)
-                    q_pi = torch.min(self.q1(t["x"], a_pi), self.q2(t["x"], a_pi)).float()
-                actor_loss = (self.log_alpha.detach().exp() * logp - q_pi).mean()
-                self.step(self.actor_optimizer, actor_loss)
+            return {**metrics, **self.actor_step(t)}
         finally:
             self.q1.train(), self.q2.train()
-        metrics.update({"losses/actor_loss": actor_loss.item(), "losses/entropy": -logp.mean().item()})
-        return {**metrics, **self.temperature_step(logp)}

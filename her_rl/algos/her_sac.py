@@ -119,14 +119,18 @@ class HerSAC(HindsightLearner):
     def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
         """One critic, one actor and (``autotune``) one temperature step on a batch of tensors."""
         qf_loss, q1 = self.critic_step((self.q1, self.q2), self.critic_optimizer, t, self.soft_target(t))
+        metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1.mean().item()}
+        return {**metrics, **self.actor_step(t)}
+
+    def actor_step(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One actor step against min(Q1, Q2) (the critics frozen), then the temperature's."""
         with frozen(self.q1, self.q2):
             with self.autocast():
                 a, logp = self.actor(t["x"]).sample_with_log_prob(self.generator)
                 q_pi = torch.min(self.q1(t["x"], a), self.q2(t["x"], a)).float()
             actor_loss = (self.log_alpha.detach().exp() * logp - q_pi).mean()
             self.step(self.actor_optimizer, actor_loss)
-        metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/actor_loss": actor_loss.item(),
-                   "losses/q_values": q1.mean().item(), "losses/entropy": -logp.mean().item()}
+        metrics = {"losses/actor_loss": actor_loss.item(), "losses/entropy": -logp.mean().item()}
         return {**metrics, **self.temperature_step(logp)}
 
     def temperature_step(self, logp: torch.Tensor) -> dict[str, float]:

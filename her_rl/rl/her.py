@@ -129,6 +129,7 @@ class HindsightMemory:
         )
         self.rng = np.random.default_rng(seed)
         self._cum_length: np.ndarray | None = None  # cumulative lengths of stored episodes (cached)
+        self._cum_energy: np.ndarray | None = None  # cumulative energies (prioritize=energy; cached)
 
     # -- storing ---------------------------------------------------------------------------
     def remember(self, obs, achieved_goal, desired_goal, action, length) -> None:
@@ -142,7 +143,7 @@ class HindsightMemory:
             extra["energy"] = trajectory_energy(np.asarray(achieved_goal), length, self.clip_energy, self.energy_dt)
         self.episodes.add(obs=obs, achieved_goal=achieved_goal, desired_goal=desired_goal, action=action, length=length,
                           **extra)
-        self._cum_length = None
+        self._cum_length = self._cum_energy = None
 
     EPISODE_KEYS = ("obs", "achieved_goal", "desired_goal", "action", "length")
 
@@ -173,12 +174,12 @@ class HindsightMemory:
         over steps while no stored episode has energy)."""
         if self.prioritize != "energy":
             return self.sample_steps(batch_size, rng)
-        energy = self.episodes.data["energy"][: len(self.episodes)]
-        total = energy.sum()
-        if not total > 0:
+        if self._cum_energy is None:
+            self._cum_energy = np.cumsum(self.episodes.data["energy"][: len(self.episodes)])
+        cum = self._cum_energy
+        if not cum[-1] > 0:
             return self.sample_steps(batch_size, rng)
-        ep = np.searchsorted(np.cumsum(energy), rng.random(batch_size) * total, side="right")
-        ep = np.minimum(ep, len(energy) - 1)  # rounding at the top end
+        ep = np.minimum(np.searchsorted(cum, rng.random(batch_size) * cum[-1], side="right"), len(cum) - 1)
         return ep, (rng.random(batch_size) * self.episodes.data["length"][ep]).astype(np.int64)
 
     # -- relabelling -----------------------------------------------------------------------
@@ -284,7 +285,7 @@ class HindsightMemory:
     def load_state_dict(self, state: dict) -> None:
         self.episodes.load_state_dict(state["episodes"])
         self.rng.bit_generator.state = state["rng"]
-        self._cum_length = None
+        self._cum_length = self._cum_energy = None
 
 
 def trajectory_energy(achieved_goal: np.ndarray, length: np.ndarray, clip_energy: float,
