@@ -3,42 +3,42 @@
 The public API: :func:`train` (the run ``her-run`` makes), :func:`load` (a run's trained
 :class:`Policy`, whose ``predict`` acts on plain gymnasium observations) and :func:`evaluate`,
 beside the building blocks of ``her_rl.rl``. Importing the package registers ``her_rl/BitFlip-v0``,
-``her_rl/Push-v0``, ``her_rl/Drag-v0`` and ``her_rl/DeepSea-v0`` with gymnasium; the runner, Hydra
-and the algorithms are imported on first use.
+``her_rl/Push-v0``, ``her_rl/Drag-v0`` and ``her_rl/DeepSea-v0`` with gymnasium and nothing more:
+torch, Hydra, the runner and the algorithms are imported on first use of a name that needs them, so
+``her-run`` handles a signal from its first moment (:mod:`her_rl.cli`).
 """
-__version__ = "0.1.0"
 
-from .rl import (  # noqa: E402  (re-export the public building blocks)
-    RND,
-    Action,
-    ClipLoss,
-    ContinuousAction,
-    DiscreteAction,
-    ElementwiseQ,
-    EntropyLoss,
-    GaussianNoise,
-    NormalPolicyHead,
-    OUNoise,
-    PGLoss,
-    ReplayBuffer,
-    RewardHistory,
-    Rewards,
-    RunningMeanStd,
-    discounted_returns,
-    gae,
-    mlp,
-    np2torch,
-    set_seed,
-    to_numpy,
-)
-from . import envs  # noqa: E402,F401  (registers the env ids with gymnasium)
-from .api import Policy, evaluate, load, train  # noqa: E402
-from .checkpoint import CheckpointError  # noqa: E402
-from .errors import ConfigError, EnvError  # noqa: E402
+from __future__ import annotations
 
-__all__ = [
-    "__version__", "train", "load", "evaluate", "Policy", "ConfigError", "EnvError", "CheckpointError", "RND", "Action", "ClipLoss", "ContinuousAction", "DiscreteAction", "ElementwiseQ",
-    "EntropyLoss", "GaussianNoise", "NormalPolicyHead", "OUNoise", "PGLoss", "ReplayBuffer",
-    "RewardHistory", "Rewards", "RunningMeanStd", "discounted_returns", "gae", "mlp",
-    "np2torch", "set_seed", "to_numpy",
-]
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+
+from her_rl import envs  # noqa: F401  (registers the env ids with gymnasium; no torch)
+from her_rl.errors import CheckpointError, ConfigError, EnvError
+
+try:
+    __version__ = version("her-rl")
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
+
+_BLOCKS = ("RND", "Action", "ClipLoss", "ContinuousAction", "DiscreteAction", "ElementwiseQ", "EntropyLoss",
+           "GaussianNoise", "NormalPolicyHead", "OUNoise", "PGLoss", "ReplayBuffer", "RewardHistory", "Rewards",
+           "RunningMeanStd", "discounted_returns", "gae", "mlp", "np2torch", "set_seed", "to_numpy")
+_HOMES = {"train": "her_rl.api", "load": "her_rl.api", "evaluate": "her_rl.api", "Policy": "her_rl.run.policy",
+          **{name: "her_rl.rl" for name in _BLOCKS}}
+
+__all__ = ["__version__", "train", "load", "evaluate", "Policy", "ConfigError", "EnvError", "CheckpointError",
+           *_BLOCKS]
+
+
+def __getattr__(name: str):
+    """The API and the building blocks, imported when first named (PEP 562)."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'her_rl' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

@@ -1,6 +1,6 @@
 """The one small interface every algorithm meets the runner through.
 
-The runner (``her_rl.runner``) owns seeding, evaluation, logging, checkpointing and
+The runner (``her_rl.run.runner``) owns seeding, evaluation, logging, checkpointing and
 stopping. An algorithm owns its training environments and its update rule, and exposes:
 
 ``train_iteration(max_env_steps=None) -> IterationResult``

@@ -18,7 +18,7 @@ import numbers
 from pathlib import Path
 from typing import Any, Sequence
 
-from her_rl.policy import Policy, load
+from her_rl.run.policy import Policy, load
 
 
 def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> dict[str, Any]:
@@ -30,9 +30,9 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from her_rl.cli import check_group_names, hydra_message
+    from her_rl.config.compose import check_group_names, compose, hydra_message
     from her_rl.errors import ConfigError, one_line
-    from her_rl.runner import compose, run
+    from her_rl.run.runner import run
 
     if isinstance(overrides, (str, bytes)) or not isinstance(overrides, Sequence):
         raise ConfigError(f"overrides must be a list of strings such as ['n=8'], got {type(overrides).__name__}")
@@ -79,9 +79,9 @@ def evaluate(policy: Policy, episodes: int = 100, seed: int = 0) -> dict[str, fl
     episode's last step) and ``any_success_rate`` (at any step); a task without success has neither.
     The same ``seed`` gives the same episodes."""
     from her_rl.envs import make_vec
-    from her_rl.evaluation import evaluate as evaluate_agent, success_rule_of
+    from her_rl.run.evaluation import evaluate as evaluate_agent, success_rule_of
     from her_rl.errors import ConfigError
-    from her_rl.schema import MAX_ENVS
+    from her_rl.config.schema import MAX_ENVS
 
     if not isinstance(policy, Policy):
         raise ConfigError(f"evaluate needs the Policy of her_rl.load(run_folder), got {type(policy).__name__}")

@@ -1,12 +1,12 @@
 """``her-run``: the Hydra entry point.
 
 Before Hydra runs (and creates a run folder), the command is composed and checked here: flags and
-overrides that would make Hydra run code (:func:`her_rl.overrides.check_overrides`), group names,
+overrides that would make Hydra run code (:func:`her_rl.config.overrides.check_overrides`), group names,
 Hydra's own override and key errors, every value, the env's spaces, the run or sweep folder, the
 launcher, and every key the run needs (a ``~KEY`` that deletes one is named). A problem is one line
 ``her-run: error: ...`` (control characters escaped, a huge value cut to its ends) and exit status 2,
 with nothing created or written. A signal outside training ends her-run with 128 + the signal and one
-line saying what is on disk (:class:`her_rl.signals.Stage`); training's own handlers do the same.
+line saying what is on disk (:class:`her_rl.run.signals.Stage`); training's own handlers do the same.
 ``load=`` evaluates without Hydra's run machinery, so no run folder is made for it. Inside the
 Hydra job, a refused run removes the (empty) folder Hydra made for it. ``--version`` is her-rl's;
 ``--help`` is Hydra's, with her-run's template (``conf/hydra/help/her_rl.yaml``).
@@ -16,22 +16,24 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
 import signal
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from her_rl import rundir, schema, sweep_failures, video
+from her_rl.folder import rundir, failures
+from her_rl.config import schema
+from her_rl.config.compose import check_group_names, compose, hydra_message
+from her_rl.config.video import expand_overrides
 from her_rl.envs.custom import import_given
-from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, one_line, printable
-from her_rl.overrides import check_overrides, one_value_each, sweep_values
-from her_rl.plan import check_sweep, sweep_variants
-from her_rl.registry import algo_info, check_env_name
+from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, printable
+from her_rl.config.overrides import check_overrides, one_value_each
+from her_rl.run.sweep import check_sweep, sweep_variants
 from her_rl.rules import check_path
-from her_rl.signals import Stage, Stopped, early_stops, exit_at_once
+from her_rl.run.signals import Stage, Stopped, early_stops, exit_at_once
 
 # Flags after which Hydra does something other than run jobs (help, printing the config, ...).
 _RUN_FLAGS = ("-m", "--multirun")
@@ -43,8 +45,6 @@ _FLAGS = (*_RUN_FLAGS, *_HELP_FLAGS, "--hydra-help", "--version", "-c", "--cfg",
 _SINGLE_RUN = ("-r", "--run")
 # Hydra's modes, short flag -> long: Hydra accepts one per command.
 _MODES = {"-m": "--multirun", "-c": "--cfg", "-i": "--info", "-sc": "--shell-completion"}
-_EXTRAS = {"hydra/launcher/ray": "ray", "hydra/launcher/joblib": "launchers", "hydra/sweeper/optuna": "tune",
-           "hydra/launcher/submitit_local": "launchers", "hydra/launcher/submitit_slurm": "launchers"}
 _DIRECTION = "hydra.sweeper.direction"
 
 rundir.register_resolvers()  # ${run_suffix:} in hydra.run.dir, also in launcher worker processes
@@ -61,76 +61,6 @@ def _say(text: object) -> None:
 def _fail(message: object, code: int = 2) -> None:
     _say(f"error: {message}")
     sys.exit(code)
-
-
-def _check_tuned_name(name: str) -> None:
-    """``tuned`` is an optional group (absent for most algo/env pairs), so Hydra would silently skip a
-    misspelt explicit choice: refuse it here instead."""
-    if name == "None":
-        raise ConfigError("tuned=null is not accepted; pass ~tuned to run without the tuned file")
-    names = sorted(p.stem for p in (Path(__file__).parent / "conf" / "tuned").glob("*.yaml"))
-    if name not in names:
-        raise ConfigError(f"unknown tuned file '{name}'; valid choices: {', '.join(names)}")
-
-
-def check_group_names(overrides: list[str]) -> None:
-    """Reject an override that would make Hydra run code (:func:`her_rl.overrides.check_overrides`), then
-    unknown algo/env/tuned names with one line listing the choices, before Hydra composes (sweeps
-    included: ``algo=ppo,reinforce``, ``env=choice(cartpole,nope)``)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    check_overrides(overrides)
-    for override in OverridesParser.create().parse_overrides(list(overrides)):
-        if override.is_delete() and override.key_or_group in schema.GROUPS:  # Hydra would fail on ${algo}_${env}
-            raise schema.missing(override.key_or_group, [override.input_line])
-        check = {"algo": algo_info, "env": check_env_name, "tuned": _check_tuned_name}.get(override.key_or_group)
-        if check is None or override.is_delete():
-            continue
-        for name in sweep_values(override):
-            check(str(name))
-
-
-def _malformed(overrides: list[str]) -> str | None:
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parser = OverridesParser.create()
-    for override in overrides:
-        try:
-            parser.parse_overrides([override])
-        except Exception:
-            return override
-    return None
-
-
-def hydra_message(exc: BaseException, overrides: list[str]) -> str:
-    """One line for an error Hydra or OmegaConf raised while composing the config."""
-    from hydra.errors import MissingConfigException, OverrideParseException
-
-    text = str(exc)
-    if isinstance(exc, OverrideParseException):
-        bad = _malformed(overrides)
-        return (f"malformed override {bad!r}: " if bad else "malformed override: ") + one_line(text.splitlines()[0]) \
-            + " (override grammar: https://hydra.cc/docs/advanced/override_grammar/basic)"
-    found = re.match(r"Could not override '([^']+)'", text)
-    if found:
-        key, cause = found.group(1), str(exc.__cause__ or "")
-        if "not in struct" in cause or "not in '" in cause:
-            return f"unknown config key '{key}' (her-run --cfg job lists the keys; +{key}=VALUE adds a new one)"
-        return f"cannot set '{key}': {one_line(cause.splitlines()[0] if cause else text)}"
-    if isinstance(exc, MissingConfigException):
-        lines = [line.strip() for line in text.split("Config search path")[0].splitlines() if line.strip()]
-        head, options = lines[0], [line for line in lines[1:] if not line.startswith("Available")]
-        extra = next((extra for path, extra in _EXTRAS.items() if f"'{path}'" in head), None)
-        hint = f" (it comes with her-rl's {extra} extra: pip install -e \".[{extra}]\")" if extra else ""
-        return head + (f"; available: {', '.join(options)}" if options else "") + hint
-    return one_line(text.split("Config search path")[0])
-
-
-def _compose(overrides: list[str]) -> DictConfig:
-    from hydra import compose, initialize_config_module
-
-    with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
 
 
 def _task_config(cfg: DictConfig) -> DictConfig:
@@ -153,7 +83,7 @@ def _explicit_run_dir(cfg: DictConfig) -> Path | None:
 def _check_composed(cfg: DictConfig, overrides: list[str], values: bool = True) -> DictConfig:
     """The task config of a composed command, with every key the run needs (``~KEY`` deletions are
     named) and, with ``values``, every value checked; a load= command's values are checked by load."""
-    from her_rl.config import validate
+    from her_rl.config.checks import validate
 
     task = _task_config(cfg)
     schema.check_required(OmegaConf.to_container(task), overrides)
@@ -162,38 +92,52 @@ def _check_composed(cfg: DictConfig, overrides: list[str], values: bool = True) 
     return task
 
 
-def _preflight(argv: list[str]) -> tuple[DictConfig, list[str], Path | None] | None:
-    """Compose and check the command as Hydra will run it. Returns what ``load=`` needs to be
-    evaluated here, or None to go on with Hydra."""
-    from her_rl.runner import CHECKPOINT, plan_run
+def _preflight(argv: list[str]):
+    """Compose and check the command. A single run: its checked plan (her-run trains it here, in this
+    process: the one plan, the one check, the run folder locked from the check to the end); ``load=``:
+    what its evaluation needs; a sweep: None, Hydra's launcher runs its jobs (each plans itself)."""
+    from her_rl.run.plan import plan_run
 
     overrides = [a for a in argv if a not in _RUN_FLAGS]
     if set(argv) & set(_RUN_FLAGS):
         for i, variant in enumerate(sweep_variants(overrides)):
-            cfg = _compose(variant)
+            cfg = compose(hydra=True, overrides=variant)
             if i == 0:
                 check_sweep(cfg)
             _check_composed(cfg, variant)
         return None
-    cfg = _compose(overrides)
+    cfg = compose(hydra=True, overrides=overrides)
     task_overrides = list(cfg.hydra.overrides.task)
-    task, out = _check_composed(cfg, task_overrides, values=False), _explicit_run_dir(cfg)
+    task, out = _task_config(cfg), _explicit_run_dir(cfg)
+    schema.check_required(OmegaConf.to_container(task), task_overrides)  # ~seed: before the folder names it
     if task.get("load"):
         if isinstance(task.get("load"), str):
             check_path("load", task["load"])
         return task, task_overrides, out
     if task.get("resume") is True and out is None:
         raise ConfigError("resume=true needs the folder of the run to continue: add hydra.run.dir=<run folder>")
-    if out is not None and task.get("resume") in (True, "auto") and (out / CHECKPOINT).exists():
-        return None  # checked inside the job against the saved config (the folder exists already)
-    plan = plan_run(task, out, task_overrides)  # out None: a new default folder, nothing to read there
-    if plan.lock is not None:
-        plan.lock.release()
-    return None
+    if out is None:  # the default: a new, unique folder named by hydra.run.dir
+        out = rundir.folder_path(OmegaConf.select(cfg, "hydra.run.dir"), "hydra.run.dir")
+        check_path("hydra.run.dir", out)
+    return plan_run(task, out, task_overrides)  # as the command gave it: its lines name it so
+
+
+def _run_planned(plan) -> None:
+    """Train a checked plan in this process (Hydra's launcher is for sweeps)."""
+    from her_rl.run.runner import train
+
+    _STAGE.name, _STAGE.folder = "job", plan.out
+    failures.clear(plan.out)  # a new attempt in this folder (it may have been a sweep's job)
+    try:
+        train(plan)
+    except (ConfigError, EnvError, NonFiniteError, OutputError) as exc:
+        _fail(exc, exc.exit_code)
+    finally:
+        plan.release()
 
 
 def _run_load(task: DictConfig, overrides: list[str], out: Path | None) -> None:
-    from her_rl.evaluation import evaluate_checkpoint
+    from her_rl.run.evaluation import evaluate_checkpoint
 
     _STAGE.name = "load"
     try:
@@ -206,24 +150,16 @@ def _run_load(task: DictConfig, overrides: list[str], out: Path | None) -> None:
 def _hydra_main(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
 
-    from her_rl.runner import run
+    from her_rl.run.runner import run
 
-    hc = HydraConfig.get()
+    hc = HydraConfig.get()  # a sweep's job: a single run is trained by _run_planned
     out, overrides = Path(hc.runtime.output_dir), list(hc.overrides.task)
-    _STAGE.folder = out
-    if sweep_failures.in_multirun():
-        _STAGE.sweep = Path(hc.sweep.dir)
-    sweep_failures.clear(out)  # a new attempt in this folder
+    _STAGE.folder, _STAGE.sweep = out, Path(hc.sweep.dir)
+    failures.clear(out)  # a new attempt in this folder
     try:
         return objective(run(cfg, out_dir=out, overrides=overrides), cfg.get("objective", "final_eval"))
-    except Exception as exc:
-        if sweep_failures.in_multirun():  # the basic launcher runs every job in this process: no sys.exit here
-            return sweep_failures.job_failed(out, exc, overrides)
-        if isinstance(exc, ConfigError):
-            rundir.remove_if_empty(out)  # the folder Hydra made for this refused run
-        if isinstance(exc, (ConfigError, EnvError, NonFiniteError, OutputError)):
-            _fail(exc, exc.exit_code)
-        raise
+    except Exception as exc:  # one line and failed.json; the sweep goes on (every launcher, no sys.exit)
+        return failures.job_failed(out, exc, overrides)
 
 
 def objective(results: dict, kind: str = "final_eval") -> float | None:
@@ -269,7 +205,7 @@ def _checked_argv(argv: list[str]) -> list[str]:
     """The command as Hydra is to get it: her-rl's additions made (Optuna's direction, ``video=true``),
     ``-r`` dropped (running is Hydra's default), and refused if a flag would read configs from
     elsewhere or unpickle a file, or an override would make Hydra run code."""
-    argv = video.expand_overrides(optuna_settings([a for a in argv if a not in _SINGLE_RUN]))
+    argv = expand_overrides(optuna_settings([a for a in argv if a not in _SINGLE_RUN]))
     for flag in (a.split("=", 1)[0] for a in argv if a.startswith("-")):
         if flag not in _FLAGS:
             raise ConfigError(f"{flag} is not accepted: her-run reads only her-rl's own configs; its flags are "
@@ -284,10 +220,8 @@ def _checked_argv(argv: list[str]) -> list[str]:
 
 
 def _main() -> None:
-    from her_rl import __version__
-
     if "--version" in sys.argv[1:]:
-        print(f"her-rl {__version__}")
+        print(f"her-rl {version('her-rl')}")  # the installed package's metadata
         return
     try:
         sys.argv[1:] = _checked_argv(sys.argv[1:])  # Hydra reads sys.argv
@@ -302,15 +236,16 @@ def _main() -> None:
             _hydra_main()  # --cfg job, --info, ...: Hydra's business, nothing is run
         return
     overrides = [a for a in argv if a not in _RUN_FLAGS]
-    load = _checked(lambda: _check_and_import(argv, overrides), overrides)
-    if load is not None:
-        _run_load(*load)
-        _STAGE.name = "done"
-        return
-    _STAGE.name = "sweep" if set(argv) & set(_RUN_FLAGS) else "job"
-    _hydra_main()
+    start = _checked(lambda: _check_and_import(argv, overrides), overrides)
+    if isinstance(start, tuple):
+        _run_load(*start)
+    elif start is not None:
+        _run_planned(start)
+    else:
+        _STAGE.name = "sweep"
+        _hydra_main()
+        failures.exit_if_failed()  # a multirun whose jobs failed ends with one line, after its summary
     _STAGE.name = "done"
-    sweep_failures.exit_if_failed()  # a multirun whose jobs failed ends with one line, after its summary
 
 
 def _check_and_import(argv: list[str], overrides: list[str]):
@@ -350,7 +285,7 @@ def _check_shown(argv: list[str]) -> None:
     overrides = _shown_overrides(argv)
     check_group_names(overrides)
     multirun = bool(set(argv) & set(_RUN_FLAGS))
-    cfg = _compose(sweep_variants(overrides)[0] if multirun else overrides)
+    cfg = compose(hydra=True, overrides=sweep_variants(overrides)[0] if multirun else overrides)
     if set(argv) & {"--cfg", "-c"} and not multirun:
         _check_composed(cfg, overrides)
 
@@ -369,4 +304,4 @@ def main() -> None:
         sys.exit(128 + signum)
 
 
-__all__ = ["main", "check_group_names", "hydra_message", "optuna_settings"]
+__all__ = ["main", "objective", "optuna_settings"]

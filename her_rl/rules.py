@@ -6,7 +6,7 @@ than truncated, ``maybe`` is not a boolean, ``1e6`` is a float (write ``1000000`
 
 Each rule is written once, next to what it configures: an algorithm class declares ``RULES`` (its
 config keys) and, where keys constrain each other, a ``check_values`` classmethod; an env module
-declares the rules of its constructor arguments. ``her_rl.schema`` reads them for the command line,
+declares the rules of its constructor arguments. ``her_rl.config.schema`` reads them for the command line,
 the constructors call them for Python callers, and the docs' configuration page is generated from them.
 """
 
@@ -30,6 +30,8 @@ NAME_MAX, PATH_MAX = 255, 4096  # bytes of one file or folder name, of a whole p
 def show(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 14_000:
         return f"<an integer of about {int(value.bit_length() * 0.30103):,} digits>"  # str() refuses past 4,300
+    if isinstance(value, (list, tuple)):  # a huge integer inside a list, too
+        return "[" + ", ".join(show(v) if not isinstance(v, str) else repr(v) for v in value) + "]"
     return repr(value) if isinstance(value, str) else str(value)
 
 
@@ -80,7 +82,11 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_real(v: Any) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+    if not isinstance(v, numbers.Real) or isinstance(v, bool):
+        return False
+    if isinstance(v, numbers.Integral):  # math.isfinite raises on an integer past the float range
+        return abs(int(v)).bit_length() <= 1024
+    return math.isfinite(v)
 
 
 def integer(lo: int | None = None, hi: int | None = None) -> Rule:
@@ -129,12 +135,3 @@ TEXT = Rule("a non-empty string", lambda v: isinstance(v, str) and v != "")
 HIDDEN = Rule("a non-empty list of positive integers, e.g. [64, 64]",
               lambda v: isinstance(v, (list, tuple)) and len(v) > 0 and all(_is_int(h) and h >= 1 for h in v))
 GRAD_NORM = optional(POSITIVE)  # a negative max norm would flip the gradient's sign in torch
-
-
-def _activation_rule() -> Rule:
-    from her_rl.rl.nets import ACTIVATIONS
-
-    return choice(*ACTIVATIONS)
-
-
-ACTIVATION = _activation_rule()

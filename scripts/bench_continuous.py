@@ -11,7 +11,7 @@ Both sides run to the full budget unless ``--stop-at-target`` (then a run ends a
 evaluation >= ``--target``). ``--sb3-max-seconds`` caps SB3's wall time (a 1M-step SB3 run takes
 hours here); a capped run reports the steps it reached. ``--jobs 2`` runs two jobs at once, one
 per core. A median over seeds counts a run that missed the target as more than what it ran (``-``
-when only that bound is known). The protocol and both sides' settings: :mod:`her_rl.bench.continuous`;
+when only that bound is known). The protocol and both sides' settings: :mod:`bench.continuous`;
 the Fetch envs need the ``robotics`` extra, SB3 the ``bench`` extra.
 """
 
@@ -23,8 +23,9 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from her_rl.bench import continuous
-from her_rl.bench.jobs import run_jobs
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ lies beside the package
+from bench import continuous  # noqa: E402
+from bench.jobs import run_jobs  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,9 +12,12 @@ markdown table: env steps/s = N * step calls / s.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 import argparse
 
-from her_rl.bench.speed import IDS, env_speed_lines
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ lies beside the package
+from bench.speed import IDS, env_speed_lines  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -5,7 +5,7 @@
 Needs the robotics extra (``pip install -e ".[robotics]"``). Each vector env is built by
 ``her_rl.envs.make_vec`` with ``env.vectorization`` set to ``sync`` (gymnasium's SyncVectorEnv: the
 copies stepped in turn in this process) or ``async`` (AsyncVectorEnv: one worker process per copy).
-One batch plays as HER collection does (``her_rl.algos.offpolicy.collect_episodes``): reset every
+One batch plays as HER collection does (``her_rl.rl.goal.collect_episodes``): reset every
 copy, then 50 lock-step steps with random actions (drawn in advance, so only reset and step are
 timed). For each number of copies both vector envs are built, warmed up with one untimed batch, then
 timed in turns (sync, async, sync, async, ...; ``--repeats`` runs of ``--batches`` batches each), so
@@ -15,10 +15,13 @@ Building the vector env (starting the workers, for async) is timed separately. P
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 import argparse
 import os
 
-from her_rl.bench.speed import fetch_vec_lines
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ lies beside the package
+from bench.speed import fetch_vec_lines  # noqa: E402
 
 
 def load() -> str:

@@ -6,7 +6,7 @@ Both sides train on ``her_rl/BitFlip-v0`` until a greedy evaluation on 100 episo
 >= 0.95; for each run the env steps and wall seconds at that evaluation, then a markdown table per
 n (per seed rows, medians per side, ratios ours/SB3) and one line per n. ``--jobs 2`` runs two jobs
 at once (one per core, each one thread), in the order n, seed, side, so ours and SB3 of the same
-seed usually run side by side under the same load. The protocol: :mod:`her_rl.bench.bitflip`.
+seed usually run side by side under the same load. The protocol: :mod:`bench.bitflip`.
 Stable-Baselines3 is the ``bench`` extra.
 """
 
@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from her_rl.bench import bitflip, peers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ lies beside the package
+from bench import bitflip, peers  # noqa: E402
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,6 +1,6 @@
 """Continuous HER like for like against Stable-Baselines3: ``--pairs zoo`` (our HER-DDPG against SB3 at
 RL-Zoo's hyperparameters) or ``--pairs twins`` (her_sac / her_ddpg / her_td3 against SB3 SAC / DDPG /
-TD3 with our values), one protocol on both sides (:mod:`her_rl.bench.likeforlike`).
+TD3 with our values), one protocol on both sides (:mod:`bench.likeforlike`).
 
     .venv/bin/python scripts/bench_like_for_like.py --envs fetch_reach --pairs zoo --seeds 0 1 2 \\
         --budget 10000 --eval-every 1000 --eval-episodes 50 --json reach_zoo.json --png reach_zoo.png
@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from her_rl.bench import likeforlike as lfl
-from her_rl.bench.continuous import ENVS
-from her_rl.bench.jobs import run_jobs
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ lies beside the package
+from bench import likeforlike as lfl  # noqa: E402
+from bench.continuous import ENVS  # noqa: E402
+from bench.jobs import run_jobs  # noqa: E402
 
 
 def report(rows: list, png: Path | None) -> None:

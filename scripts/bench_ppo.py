@@ -5,7 +5,7 @@ hyperparameters and evaluated by the same function every ``--eval-every`` iterat
 ``--eval-episodes`` greedy episodes; solved at a mean return >= 475. ``--task reinforce``: episodes
 of our REINFORCE until its running mean return reaches 475. ``--task mountaincar`` / ``--task
 deep_sea``: our RND-PPO against our PPO with the same PPO settings. The protocols:
-:mod:`her_rl.bench.onpolicy`.
+:mod:`bench.onpolicy`.
 
     python scripts/bench_ppo.py --seeds 0 1 2
     python scripts/bench_ppo.py --task reinforce --seeds 0 1 2      # REINFORCE, CartPole, 1000 episodes
@@ -24,8 +24,9 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from her_rl.bench import onpolicy, peers
-from her_rl.bench.jobs import write_rows
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ lies beside the package
+from bench import onpolicy, peers  # noqa: E402
+from bench.jobs import write_rows  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> int:

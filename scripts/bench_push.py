@@ -10,7 +10,7 @@ A run stops when the greedy success over 100 evaluation episodes reaches ``--tar
 steps that the runs in that JSON file used, so the no-hindsight baseline gets the same budget (and
 does not stop early). The curve of each run is kept in the JSON file. A median over seeds counts a
 run that missed the target as more than the budget it ran (``-`` when only that bound is known).
-The protocol: :mod:`her_rl.bench.push`.
+The protocol: :mod:`bench.push`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from her_rl.bench import push
-from her_rl.bench.jobs import run_jobs
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ lies beside the package
+from bench import push  # noqa: E402
+from bench.jobs import run_jobs  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,14 +10,17 @@ to screen the deep sea settings (docs/notes.md, deep sea settings):
     python scripts/deep_sea_probe.py --size 30 --seed 0 --budget 600000 algo.num_envs=16 algo.epochs=8
 
 The run is built as ``her-run algo=rnd_ppo env=deep_sea`` would build it, but trained without the
-runner, so its seeding differs from a her-run run of the same seed (:mod:`her_rl.bench.probe`).
+runner, so its seeding differs from a her-run run of the same seed (:mod:`bench.probe`).
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 import argparse
 
-from her_rl.bench.probe import probe
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ lies beside the package
+from bench.probe import probe  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict:

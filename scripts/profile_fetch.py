@@ -5,7 +5,7 @@ beside Stable-Baselines3's, timed in one process, one after the other.
 
 Needs the robotics and bench extras (sb3-contrib for TQC). Each side: ``--steps`` env steps of
 collection with the exploring policy, then ``--updates`` gradient steps on relabelled batches
-(:mod:`her_rl.bench.profile`), sides in turns, best of ``--repeats``. Ours: her_ddpg and her_sac
+(:mod:`bench.profile`), sides in turns, best of ``--repeats``. Ours: her_ddpg and her_sac
 (FetchPush tuned files: 2 episodes per cycle); her_ddpg's collection again with the joints read by
 name (the env as gymnasium-robotics ships it) and with ``env.vectorization=async``. SB3: SAC + HER
 with our net and batch, rl-zoo's TQC + HER (512x512x512, batch 2048), on the env as shipped.
@@ -16,6 +16,8 @@ with these ``her-run`` overrides, e.g. to see what threads and net width do to i
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 import argparse
 import json
 import os
@@ -24,8 +26,9 @@ import tempfile
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from her_rl.bench.peers import missing
-from her_rl.bench.profile import (as_json, every_core, load_average, ours_side, phase_lines, phase_profile, rate_lines,
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ lies beside the package
+from bench.peers import missing  # noqa: E402
+from bench.profile import (as_json, every_core, load_average, ours_side, phase_lines, phase_profile, rate_lines,  # noqa: E402
                                   sb3_side, time_sides)
 from her_rl.cli import hydra_message
 from her_rl.errors import ConfigError

@@ -40,7 +40,7 @@ END = "<!-- /tb-tags -->"
 
 def algos() -> list[str]:
     """Every registered algorithm, in the registry's order (a new one without a run stops the script)."""
-    from her_rl.registry import ALGOS
+    from her_rl.config.registry import ALGOS
 
     return list(ALGOS)
 

@@ -16,9 +16,9 @@ import pytest
 import torch
 
 import her_rl
-from her_rl import checkpoint, rundir
+from her_rl.folder import checkpoint, rundir
 from her_rl.errors import CheckpointError, ConfigError
-from her_rl.summary import main as summary_main
+from her_rl.summary.report import main as summary_main
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0"}
 SMALL = ["algo=her_dqn", "env=bitflip", "n=4", "progress=false", "eval.episodes=5"]

@@ -14,7 +14,7 @@ import torch
 
 import her_rl
 from her_rl.errors import CheckpointError, ConfigError
-from her_rl.runner import main
+from her_rl.run.runner import main
 
 sys.path.insert(0, str(Path(__file__).parent))
 import forked  # noqa: E402

@@ -1,4 +1,4 @@
-"""scripts/bench_continuous.py over her_rl.bench.continuous: argument checks, the table, one tiny run
+"""scripts/bench_continuous.py over bench.continuous: argument checks, the table, one tiny run
 of ours, one against a stand-in peer, and SB3 only when it is installed (no MuJoCo)."""
 
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 from conftest import load_script, unload_script
 
-from her_rl.bench import continuous, peers
+from bench import continuous, peers, zoo
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_a_stand_in_peer_gets_the_protocol_and_its_rows_are_read_back(bench, tmp
         return peers.PeerRun([(800, 2.0, 0.4), (1600, 4.0, 0.95)], 1600, 4.1)
 
     monkeypatch.setattr(peers, "missing", lambda: None)
-    monkeypatch.setattr(peers, "sac_her", stand_in)
+    monkeypatch.setattr(zoo, "sac_her", stand_in)
     out = tmp_path / "rows.json"
     assert bench.main(["--envs", "drag", "--sides", "sb3", "--seeds", "3", "--budget", "1600", "--eval-every", "800",
                        "--stop-at-target", "--sb3-max-seconds", "60", "--json", str(out)]) == 0
@@ -79,6 +79,6 @@ def test_a_stand_in_peer_gets_the_protocol_and_its_rows_are_read_back(bench, tmp
 
 def test_the_sb3_peer_runs_its_budget_on_continuous_push():
     pytest.importorskip("stable_baselines3", reason="stable-baselines3 (the bench extra) is not installed")
-    run = peers.sac_her("her_rl/Push-v0", {"actions": "continuous"}, 0, peers.Protocol(100, 200), episodes=20)
+    run = zoo.sac_her("her_rl/Push-v0", {"actions": "continuous"}, 0, peers.Protocol(100, 200), episodes=20)
     assert [step for step, _, _ in run.curve] == [100, 200] and run.env_steps == 200
     assert all(0.0 <= value <= 1.0 for _, _, value in run.curve)

@@ -1,4 +1,4 @@
-"""her_rl.bench: what the benchmark scripts share (medians with unsolved seeds, the job loop, the
+"""bench: what the benchmark scripts share (medians with unsolved seeds, the job loop, the
 JSON report, a run of ours read back from its metrics file)."""
 
 import json
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from her_rl.bench import each_result, first_reaching, run_ours, to_target, write_report
+from bench import each_result, first_reaching, run_ours, to_target, write_report
 
 
 def _row(reached, steps, wall, ran=10_000, ran_s=60.0):
@@ -62,7 +62,7 @@ def test_a_run_of_ours_is_read_back_from_its_metrics_even_from_a_temporary_folde
 def test_rows_are_written_as_json_after_every_run_and_read_back(tmp_path):
     import argparse
 
-    from her_rl.bench import Row, run_jobs, write_rows
+    from bench import Row, run_jobs, write_rows
 
     path = tmp_path / "rows.json"
     seen = []
@@ -83,7 +83,7 @@ def test_rows_are_written_as_json_after_every_run_and_read_back(tmp_path):
 
 
 def test_a_row_is_read_off_its_curve_where_it_first_reaches_the_target():
-    from her_rl.bench import Row, solve_row, target_row
+    from bench import Row, solve_row, target_row
 
     curve = [(800, 1.0, 0.5), (1600, 2.0, 0.92), (2400, 3.0, 0.85)]
     assert solve_row("sb3", 1, 20, curve, 0.9, (2400, 3.5)) == Row("sb3", 1, True, 1600, 2.0, 20)
@@ -96,7 +96,7 @@ def test_a_row_is_read_off_its_curve_where_it_first_reaches_the_target():
 
 
 def test_markdown_tables_and_the_to_target_medians():
-    from her_rl.bench.tables import fmt, markdown, target_table
+    from bench.tables import fmt, markdown, target_table
 
     assert markdown(["a", "b"], "lr", [[1, ""], ["x", 2.5]]).splitlines() == ["| a | b |", "|---|---:|", "| 1 | |",
                                                                                "| x | 2.5 |"]
@@ -112,7 +112,7 @@ def test_markdown_tables_and_the_to_target_medians():
 def test_a_missing_sb3_is_one_line_before_anything_runs(monkeypatch):
     import sys
 
-    from her_rl.bench import peers
+    from bench import peers
 
     monkeypatch.setitem(sys.modules, "stable_baselines3", None)
     assert peers.missing() == peers.INSTALL and "\n" not in peers.INSTALL and ".[bench]" in peers.INSTALL
@@ -120,7 +120,7 @@ def test_a_missing_sb3_is_one_line_before_anything_runs(monkeypatch):
 
 def test_a_peer_wall_cap_ends_it_at_once_or_at_its_next_evaluation():
     pytest.importorskip("stable_baselines3", reason="stable-baselines3 (the bench extra) is not installed")
-    from her_rl.bench import peers
+    from bench import peers
 
     at_eval = peers.dqn_her_bitflip(4, 0, peers.Protocol(every=200, steps=1000, max_seconds=0.0, cap_at_evals=True),
                                     episodes=5)
@@ -131,7 +131,7 @@ def test_a_peer_wall_cap_ends_it_at_once_or_at_its_next_evaluation():
 
 
 def test_env_speed_lines_are_a_markdown_table():
-    from her_rl.bench.speed import env_speed_lines
+    from bench.speed import env_speed_lines
 
     lines = "\n".join(env_speed_lines(["bitflip"], [4], steps=20, repeats=1, warmup=5, bits=5)).splitlines()
     assert lines[:2] == ["| env | class | copies | env steps/s | step calls/s |", "|---|---|---:|---:|---:|"]

@@ -1,4 +1,4 @@
-"""scripts/bench_her.py over her_rl.bench.bitflip: the tables, the censored medians and ratios, a
+"""scripts/bench_her.py over bench.bitflip: the tables, the censored medians and ratios, a
 tiny run of ours against a stand-in peer written to JSON, and SB3 only when it is installed."""
 
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import load_script, unload_script
 
-from her_rl.bench import Row, Stat, bitflip, censored_median, peers, ratio
+from bench import Row, Stat, bitflip, censored_median, peers, ratio
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_her.py"
 
@@ -24,7 +24,7 @@ def test_without_sb3_the_tables_work_and_the_script_says_so_in_one_line():
     # SB3 is a bench-only extra: the tables work with stable_baselines3 unimportable, a run that needs it stops
     code = (
         "import sys, importlib.util; sys.modules['stable_baselines3'] = None\n"
-        "from her_rl.bench import Row, bitflip\n"
+        "from bench import Row, bitflip\n"
         "print(bitflip.format_table([Row('ours', 0, True, 10, 1.0)]))\n"
         f"spec = importlib.util.spec_from_file_location('bench_her', {str(SCRIPT)!r})\n"
         "m = importlib.util.module_from_spec(spec); sys.modules['bench_her'] = m; spec.loader.exec_module(m)\n"

@@ -11,11 +11,11 @@ import pytest
 
 from her_rl.algos.hindsight import cycle_episodes
 
-from her_rl.bench import likeforlike as lfl
-from her_rl.bench import peers, zoo
-from her_rl.bench.stats import bootstrap_ci, interval, iqm
-from her_rl.evaluation import eval_seed
-from her_rl.metrics import Point
+from bench import likeforlike as lfl
+from bench import peers, zoo
+from bench.stats import bootstrap_ci, interval, iqm
+from her_rl.run.evaluation import eval_seed
+from her_rl.folder.metrics import Point
 
 
 def test_iqm_cuts_a_quarter_at_each_end():

@@ -1,4 +1,4 @@
-"""scripts/bench_ppo.py over her_rl.bench.onpolicy: plain PPO gets RND-PPO's PPO settings, the deep
+"""scripts/bench_ppo.py over bench.onpolicy: plain PPO gets RND-PPO's PPO settings, the deep
 sea curve, CartPole against a stand-in peer (and SB3 PPO only when it is installed), the probe."""
 
 import argparse
@@ -7,8 +7,8 @@ import json
 import pytest
 from conftest import load_script, unload_script
 
-from her_rl.bench import onpolicy, peers
-from her_rl.runner import compose
+from bench import onpolicy, peers
+from her_rl.config.compose import compose
 
 
 @pytest.fixture(scope="module")

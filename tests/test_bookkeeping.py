@@ -4,12 +4,14 @@ import json
 
 import pytest
 
-from her_rl import bookkeeping, resume
+from her_rl.config import bookkeeping
+from her_rl.folder import resume
 from her_rl.errors import ConfigError
-from her_rl.logger import hparams_of
-from her_rl.runner import compose
-from her_rl.schema import TOP
-from her_rl.summary import find_runs, summarise
+from her_rl.run.logger import hparams_of
+from her_rl.config.compose import compose
+from her_rl.config.schema import TOP
+from her_rl.summary.report import summarise
+from her_rl.summary.runs import find_runs
 
 
 def _plain(overrides):
@@ -68,7 +70,7 @@ def test_sweep_folder_names_leave_out_exactly_the_bookkeeping_keys():
     from hydra import initialize_config_module
     from omegaconf import OmegaConf
 
-    from her_rl import rundir
+    from her_rl.folder import rundir
 
     rundir.register_resolvers()
     with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):

@@ -1,4 +1,4 @@
-"""Checkpoint files (her_rl/checkpoint.py): a file that cannot be loaded safely is one line naming
+"""Checkpoint files (her_rl/folder/checkpoint.py): a file that cannot be loaded safely is one line naming
 the file and why, for resume and load= alike; a failed save keeps the previous checkpoint; atomic
 writes leave no temporary files."""
 
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from her_rl import checkpoint
-from her_rl.checkpoint import CheckpointError
+from her_rl.folder import checkpoint
+from her_rl.errors import CheckpointError
 from her_rl.errors import OutputError
-from her_rl.runner import main
+from her_rl.run.runner import main
 
 FAST = ["n=4", "progress=false", "eval.every_iterations=1000", "eval.stop_when_solved=false", "eval.episodes=5"]
 

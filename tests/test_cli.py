@@ -58,7 +58,7 @@ def test_the_env_names_are_the_env_config_groups():
     """A new her_rl/conf/env/NAME.yaml is an env name at once: no list to keep beside it."""
     import her_rl
     from her_rl.errors import ConfigError
-    from her_rl.registry import ENVS, check_env_name
+    from her_rl.config.registry import ENVS, check_env_name
 
     groups = sorted(p.stem for p in (Path(her_rl.__file__).parent / "conf" / "env").glob("*.yaml"))
     assert list(ENVS) == groups and {"bitflip", "gym", "fetch_push"} <= set(groups)
@@ -150,7 +150,7 @@ def test_sigterm_stops_cleanly_with_a_checkpoint(her_run, tmp_path):
     stdout, _ = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM
     assert "checkpoint saved" in stdout and "resume=true" in stdout
-    from her_rl.checkpoint import load
+    from her_rl.folder.checkpoint import load
 
     saved = load(out / "checkpoint.pt")
     assert 0 < saved["runner"]["env_steps"] < 200000
@@ -263,7 +263,7 @@ def test_early_kill_or_hangup_then_resume_by_folder_continues(her_run, tmp_path,
     stdout, _ = proc.communicate(timeout=60)
     if sig == signal.SIGHUP:
         assert proc.returncode == 128 + signal.SIGHUP and "checkpoint saved" in stdout
-    from her_rl.checkpoint import load
+    from her_rl.folder.checkpoint import load
 
     at = load(out / "checkpoint.pt")["runner"]["env_steps"]
     assert at > 0
@@ -404,7 +404,7 @@ def _hparams(logdir: Path) -> dict:
 
 
 def test_hparams_of_types_the_given_overrides():
-    from her_rl.logger import hparams_of
+    from her_rl.run.logger import hparams_of
 
     config = {"algo": {"name": "her_dqn", "_target_": "x", "lr": 0.001, "strategy": "future"},
               "env": {"name": "bitflip", "id": "her_rl/BitFlip-v0"}, "seed": 0, "n": 10,
@@ -412,7 +412,7 @@ def test_hparams_of_types_the_given_overrides():
     got = hparams_of(config, ["n=10", "algo.lr=1e-3", "eval.stop_when_solved=false", "eval.success_threshold=1",
                               "+extra=1.5", "+flag=true", "+name=on_policy", "+items=[1,2]", "hydra.run.dir=x", "~tuned"])
     assert got["n"] == 10 and got["algo.lr"] == 0.001 and got["eval.success_threshold"] == 1
-    assert "eval.stop_when_solved" not in got  # bookkeeping (her_rl/bookkeeping.py), not a hyperparameter
+    assert "eval.stop_when_solved" not in got  # bookkeeping (her_rl/config/bookkeeping.py), not a hyperparameter
     assert got["extra"] == 1.5 and got["flag"] is True and got["name"] == "on_policy"
     assert got["items"] == "[1,2]" and got["tuned"] == "" and "hydra.run.dir" not in got
 

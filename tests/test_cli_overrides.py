@@ -9,7 +9,7 @@ import forked
 import pytest
 
 from her_rl.errors import ConfigError
-from her_rl.overrides import HYDRA_SETTINGS, check_overrides
+from her_rl.config.overrides import HYDRA_SETTINGS, check_overrides
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 
@@ -59,7 +59,7 @@ def test_the_console_script_refuses_an_override_naming_code(her_run, tmp_path):
 
 @pytest.mark.parametrize("override", [
     "+hydra.callbacks.x._target_=builtins.open", "~hydra.callbacks.summary", "hydra.callbacks={}",
-    "hydra.callbacks.summary._target_=her_rl.summary.SummaryCallback", "hydra={}", "hydra.mode=MULTIRUN",
+    "hydra.callbacks.summary._target_=her_rl.summary.report.SummaryCallback", "hydra={}", "hydra.mode=MULTIRUN",
     "hydra.output_subdir=../x", "hydra.job.env_set.PYTHONPATH=/tmp", "hydra.job.chdir=true",
     "hydra.launcher.python=sh", "hydra.launcher.submitit_folder=/tmp", "+hydra.launcher.additional_parameters.wrap=x",
     "hydra.sweeper.custom_search_space=os.system", "hydra.sweeper.storage=sqlite:////tmp/x.db",
@@ -88,14 +88,14 @@ def test_check_overrides_accepts_the_documented_settings(override):
 def test_every_allowed_launcher_and_sweeper_key_exists_in_a_plugin():
     """The allow-list names real keys: each is in the config of an installed launcher or sweeper
     (Ray's, when its plugin is not installed, are taken from its documented ``ray.init``/``ray.remote``)."""
-    from her_rl.cli import _compose
+    from her_rl.config.compose import compose
     from omegaconf import OmegaConf
 
     seen = set()
     for group, names in (("hydra/launcher", ["joblib", "submitit_slurm", "submitit_local"]),
                          ("hydra/sweeper", ["basic", "optuna"])):
         for name in names:
-            hydra = _compose([f"{group}={name}"]).hydra
+            hydra = compose([f"{group}={name}"], hydra=True).hydra
             node = hydra[group.split("/")[1]]
             seen |= {f"{group.split('/')[1]}.{key}" for key in _flat(OmegaConf.to_container(node))}
     allowed = {prefix + key for prefix, keys in HYDRA_SETTINGS.items() if prefix for key in keys}
@@ -136,7 +136,7 @@ def test_ctrl_c_outside_training_is_one_line_and_130(monkeypatch, capsys):
 
 def test_the_page_lists_every_allowed_setting():
     page = (Path(__file__).resolve().parents[1] / "docs" / "safety.md").read_text(encoding="utf-8")
-    from her_rl.overrides import HYDRA_GROUPS
+    from her_rl.config.overrides import HYDRA_GROUPS
 
     for group in HYDRA_GROUPS:
         assert f"`{group}=NAME`" in page, group

@@ -2,9 +2,9 @@
 
 import pytest
 
-from her_rl.config import validate
+from her_rl.config.checks import validate
 from her_rl.errors import ConfigError
-from her_rl.runner import compose
+from her_rl.config.compose import compose
 
 
 def test_defaults_compose_and_validate():

@@ -87,8 +87,8 @@ def test_python_callers_get_the_same_line(tmp_path):
 def test_a_config_built_in_python_is_checked_for_every_key_the_run_reads(tmp_path):
     from omegaconf import OmegaConf
 
-    from her_rl.plan import plan_run
-    from her_rl.runner import compose
+    from her_rl.run.plan import plan_run
+    from her_rl.config.compose import compose
 
     cfg = OmegaConf.to_container(compose(["n=4"]), resolve=True)
     del cfg["checkpoint"]["save_replay"]

@@ -3,8 +3,8 @@
 import pytest
 from conftest import load_script, unload_script
 
-from her_rl.registry import ALGOS, ENVS
-from her_rl.schema import ENV_GROUP, TOP, algo_rules
+from her_rl.config.registry import ALGOS, ENVS
+from her_rl.config.schema import ENV_GROUP, TOP, algo_rules
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_every_top_level_key_has_its_rule(page):
 def test_every_algo_key_has_default_rule_and_meaning(ref, page):
     from omegaconf import OmegaConf
 
-    from her_rl.runner import compose
+    from her_rl.config.compose import compose
 
     for name in ALGOS:
         cfg = OmegaConf.to_container(compose([f"algo={name}", "~tuned"]).algo, resolve=False)
@@ -118,15 +118,15 @@ def test_a_changed_comment_changes_the_page(ref, monkeypatch, tmp_path):
 
 
 def test_a_changed_field_docstring_changes_the_page(ref, monkeypatch):
-    from her_rl import config_store
+    from her_rl.config import store
     from her_rl.algos.hindsight import HindsightLearner
 
-    docs = config_store._class_docs
+    docs = store._class_docs
 
     def changed(cls):
         own = dict(docs(cls))
         if cls is HindsightLearner:
             own["gamma"] = "how much later rewards count"
         return own
-    monkeypatch.setattr(config_store, "_class_docs", changed)
+    monkeypatch.setattr(store, "_class_docs", changed)
     assert _row(ref.render(), "algo-her_dqn", "gamma")[1:] == ["`0.98`", "a number in (0, 1]", "how much later rewards count"]

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from her_rl import config_store, registry
+from her_rl.config import store, registry
 from her_rl.algos.her_dqn import HerDQN
-from her_rl.registry import ALGOS, RUNTIME_ARGS, AlgoInfo, resolve_target
-from her_rl.runner import compose
+from her_rl.config.registry import ALGOS, RUNTIME_ARGS, AlgoInfo, resolve_target
+from her_rl.config.compose import compose
 
 
 def _composed_algo(*overrides: str) -> dict:
@@ -32,7 +32,7 @@ def test_no_yaml_file_can_shadow_a_class_default():
 
 
 def test_a_learner_that_changes_a_default_keeps_the_base_words_unless_it_writes_its_own():
-    ddpg, dqn = config_store.meanings("her_ddpg"), config_store.meanings("her_dqn")
+    ddpg, dqn = store.meanings("her_ddpg"), store.meanings("her_dqn")
     assert ddpg["gamma"] == dqn["gamma"] == "Discount."
     assert dqn["polyak"] != ddpg["polyak"] and "0.5" in dqn["polyak"]  # her_dqn redeclares polyak with a reason
     assert dqn["batch_size"] == ddpg["batch_size"]  # redeclared (128) without words: the base's
@@ -51,7 +51,7 @@ def knob_registered(monkeypatch):
     from hydra.core.config_store import ConfigStore
 
     monkeypatch.setitem(ALGOS, "knob_dqn", AlgoInfo(f"{KnobDQN.__module__}.KnobDQN", needs_goal_env=True))
-    config_store.store()
+    store.store()
     yield
     ConfigStore.instance().repo["algo"].pop("knob_dqn.yaml", None)
 
@@ -59,7 +59,7 @@ def knob_registered(monkeypatch):
 def test_a_new_field_is_a_config_key_with_its_default_and_words(knob_registered):
     assert _composed_algo("algo=knob_dqn")["knob"] == 3
     assert _composed_algo("algo=knob_dqn", "algo.knob=5")["knob"] == 5
-    assert config_store.meanings("knob_dqn")["knob"] == "A knob only this test has."
+    assert store.meanings("knob_dqn")["knob"] == "A knob only this test has."
 
 
 def test_a_hyperparameter_without_a_default_is_refused(monkeypatch):
@@ -68,9 +68,9 @@ def test_a_hyperparameter_without_a_default_is_refused(monkeypatch):
         env: dict
         lr: float
 
-    monkeypatch.setattr(config_store, "resolve_target", lambda name, target: Bare)
+    monkeypatch.setattr(store, "resolve_target", lambda name, target: Bare)
     with pytest.raises(TypeError, match="'lr' has no default"):
-        config_store.defaults("her_dqn")
+        store.defaults("her_dqn")
 
 
 @pytest.mark.parametrize("env", ["push", "drag"])

@@ -19,7 +19,7 @@ import pytest
 from gymnasium import spaces
 
 import her_rl
-from her_rl import checkpoint
+from her_rl.folder import checkpoint
 from her_rl.envs.checks import check_obs
 from her_rl.errors import EnvError
 

@@ -14,9 +14,9 @@ from her_rl.envs import make_vec
 from her_rl.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
 from her_rl.envs.drag import DragVectorEnv
 from her_rl.envs.push import PushVectorEnv
-from her_rl.envs.table import check_table_kwargs
+from her_rl.envs.table_settings import check_table_kwargs
 from her_rl.errors import ConfigError
-from her_rl.runner import compose
+from her_rl.config.compose import compose
 
 IDS = ["her_rl/BitFlip-v0", "her_rl/Push-v0", "her_rl/Drag-v0", "her_rl/DeepSea-v0"]
 

@@ -108,11 +108,11 @@ def test_a_signal_before_the_first_checkpoint_names_the_folder_and_how_to_start_
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, err = _stop_at(proc, user_dir, signal.SIGTERM)
     assert proc.returncode == 143
-    run = user_dir / "run"
-    _one_line(err, f"her-run: stopped by signal 15 before the run's first checkpoint; run folder {run} holds none: "
-                   f"her-run resume=auto hydra.run.dir={run} starts it again")
+    run = user_dir / "run"  # named as the command gave it (hydra.run.dir=run), so the line's command works here
+    _one_line(err, "her-run: stopped by signal 15 before the run's first checkpoint; run folder run holds none: "
+                   "her-run resume=auto hydra.run.dir=run starts it again")
     assert (run / "config.yaml").is_file() and not (run / "checkpoint.pt").exists()
-    again = forked.run([her_run, "resume=auto", f"hydra.run.dir={run}", "progress=false"], cwd=user_dir,
+    again = forked.run([her_run, "resume=auto", "hydra.run.dir=run", "progress=false"], cwd=user_dir,
                        env=_env(user_dir, ""), text=True, timeout=180)  # the command the line gives
     assert again.returncode == 0, again.stderr
     assert (run / "checkpoint.pt").is_file()
@@ -166,7 +166,7 @@ def test_her_run_hands_the_signals_back_and_keeps_an_ignored_one_ignored(her_run
 @pytest.mark.skipif(sys.platform != "linux", reason="the fork-based harness")
 def test_a_second_signal_while_stopping_exits_at_once(her_run, user_dir, monkeypatch):
     """The first signal unwinds (finally blocks run); a second one then ends the process, 128 + it."""
-    from her_rl.signals import Stage
+    from her_rl.run.signals import Stage
 
     def slow_line(stage, signum):
         (user_dir / "mark").write_text("stopping")
@@ -184,7 +184,7 @@ def test_a_second_signal_while_stopping_exits_at_once(her_run, user_dir, monkeyp
 
 
 def test_the_stop_line_says_what_is_on_disk(tmp_path, monkeypatch):
-    from her_rl.signals import Stage
+    from her_rl.run.signals import Stage
 
     monkeypatch.chdir(tmp_path)
     stage, run = Stage(), tmp_path / "outputs" / "run"
@@ -205,3 +205,39 @@ def test_the_stop_line_says_what_is_on_disk(tmp_path, monkeypatch):
     assert "during the sweep in " in stage.stopped_line(15) and run.is_dir()
     stage.name = "done"
     assert stage.stopped_line(15) == "stopped by signal 15 as her-run was ending"
+
+
+PAUSE_AT_TORCH = textwrap.dedent('''
+    import sys
+    import time
+    from pathlib import Path
+
+
+    class PauseAtTorch:  # the first import of torch sleeps (after telling the test so), then goes on
+        def find_spec(self, name, path=None, target=None):
+            if name == "torch" and not Path("mark").exists():
+                Path("mark").write_text("torch")
+                time.sleep(120)
+            return None
+
+
+    sys.meta_path.insert(0, PauseAtTorch())
+''')
+
+
+def test_her_rl_and_her_runs_module_import_no_torch():
+    """torch takes seconds to import: it comes after her-run has taken its signals, not before."""
+    code = "import sys, her_rl, her_rl.cli; print(sorted(m for m in ('torch', 'hydra') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['hydra']"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_torch_is_imported_is_128_plus_it(her_run, user_dir, sig):
+    (user_dir / "sitecustomize.py").write_text(PAUSE_AT_TORCH)
+    proc = subprocess.Popen([her_run, *RUN], cwd=user_dir, env=_env(user_dir, ""), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = _stop_at(proc, user_dir, sig)
+    assert proc.returncode == 128 + sig
+    _one_line(err, f"her-run: stopped by signal {int(sig)} before training started; nothing was written")
+    assert not (user_dir / "run").exists()

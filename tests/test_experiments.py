@@ -10,7 +10,7 @@ EXPERIMENTS = sorted(p.stem for p in (Path(__file__).parents[1] / "her_rl" / "co
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_presets_compose_and_pass_the_config_checks(name):
-    from her_rl.config import validate
+    from her_rl.config.checks import validate
 
     with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
         full = compose(config_name="config", overrides=[f"experiment={name}"], return_hydra_config=True)

@@ -21,8 +21,8 @@ import forked
 import pytest
 import torch
 
-from her_rl import checkpoint
-from her_rl.runner import main
+from her_rl.folder import checkpoint
+from her_rl.run.runner import main
 
 FAST = ["progress=false", "eval.stop_when_solved=false", "eval.episodes=4", "eval.every_iterations=3",
         "checkpoint.every_s=0"]

@@ -17,7 +17,7 @@ from gymnasium import spaces
 import her_rl  # noqa: F401  (registers the env ids)
 from her_rl.envs import families, fetch
 from her_rl.errors import ConfigError
-from her_rl.registry import ENVS
+from her_rl.config.registry import ENVS
 
 FETCH = {"fetch_reach": "FetchReach-v4", "fetch_push": "FetchPush-v4", "fetch_slide": "FetchSlide-v4",
          "fetch_pick_and_place": "FetchPickAndPlace-v4"}
@@ -60,7 +60,7 @@ def test_mujoco_4_is_refused(monkeypatch):
 
 
 def test_make_vec_and_the_config_probe_refuse_without_the_extra(monkeypatch):
-    from her_rl.config import probe_env
+    from her_rl.config.checks import probe_env
     from her_rl.envs import make_vec
 
     monkeypatch.setitem(sys.modules, "gymnasium_robotics", None)
@@ -87,7 +87,7 @@ def test_her_run_without_the_extra_exits_2_with_one_line_and_no_folder(her_run, 
 
 
 def test_vectorization_key_is_checked():
-    from her_rl import schema
+    from her_rl.config import schema
 
     env = {"name": "fetch_push", "id": "FetchPush-v4", "kwargs": {}, "solved_return": None, "eval_episodes": 20}
     for mode in ("sync", "async", None):
@@ -101,11 +101,11 @@ def test_vectorization_key_is_checked():
 @needs_robotics
 @pytest.mark.parametrize("name", sorted(FETCH))
 def test_each_fetch_config_composes_and_builds(name):
-    from her_rl.algos.offpolicy import goal_env_spec
-    from her_rl.config import probe_env, resolved
+    from her_rl.rl.goal import goal_env_spec
+    from her_rl.config.checks import probe_env, resolved
     from her_rl.envs import make_vec
-    from her_rl.runner import compose
-    from her_rl.schema import check_env
+    from her_rl.config.compose import compose
+    from her_rl.config.schema import check_env
 
     env_cfg = resolved(compose([f"env={name}", "algo=her_dqn"]))["env"]
     assert env_cfg["id"] == FETCH[name] and env_cfg["vectorization"] in fetch.VECTORIZATION
@@ -129,7 +129,7 @@ def test_each_fetch_config_composes_and_builds(name):
 @needs_robotics
 @pytest.mark.parametrize("mode", fetch.VECTORIZATION)
 def test_relabelled_rewards_match_compute_reward_of_the_new_goal(mode):
-    from her_rl.algos.offpolicy import collect_episodes, goal_env_spec
+    from her_rl.rl.goal import collect_episodes, goal_env_spec
     from her_rl.envs import make_vec
     from her_rl.rl.her import HindsightMemory
 

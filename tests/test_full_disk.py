@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from her_rl import checkpoint
+from her_rl.folder import checkpoint
 
 RUN = ["algo=her_dqn", "env=bitflip", "n=8", "progress=false", "eval.episodes=5", "seed=0"]
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0"}
@@ -109,7 +109,7 @@ def test_checkpoint_save_on_full_disk_keeps_the_previous_file(tmp_path):
     path = tmp_path / "checkpoint.pt"
     checkpoint.save({"x": torch.zeros(1)}, path)
     before = path.read_bytes()
-    code = ("import sys, torch; from her_rl import checkpoint\n"
+    code = ("import sys, torch; from her_rl.folder import checkpoint\n"
             "try:\n    checkpoint.save({'x': torch.zeros(100_000)}, sys.argv[1])\n"
             "except OSError as exc:\n    sys.exit(7)\n")
 

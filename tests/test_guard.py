@@ -1,4 +1,4 @@
-"""The non-finite guard (her_rl/guard.py): a NaN/inf in a loss or in the networks stops the run in
+"""The non-finite guard (her_rl/run/guard.py): a NaN/inf in a loss or in the networks stops the run in
 the iteration it appears, keeping the last good checkpoint, or with guard.nonfinite=skip restores
 the last good networks and goes on, up to guard.max_skips in a row."""
 
@@ -8,9 +8,9 @@ import forked
 import pytest
 import torch
 
-from her_rl import checkpoint
-from her_rl.guard import NonFiniteError
-from her_rl.runner import main
+from her_rl.folder import checkpoint
+from her_rl.errors import NonFiniteError
+from her_rl.run.runner import main
 
 FAST = ["n=4", "progress=false", "eval.every_iterations=1000", "eval.stop_when_solved=false", "eval.episodes=5"]
 

@@ -13,9 +13,10 @@ import torch.nn as nn
 from gymnasium import spaces
 
 from her_rl.algos.her_ddpg import HerDDPG
-from her_rl.algos.offpolicy import from_env_actions, to_env_actions
+from her_rl.rl.goal import from_env_actions, to_env_actions
 from her_rl.errors import ConfigError
-from her_rl.runner import compose, run
+from her_rl.config.compose import compose
+from her_rl.run.runner import run
 
 SMALL_PUSH = ["env=push", "env.kwargs.actions=continuous", "env.kwargs.block_size=0.2", "env.kwargs.step_size=0.1",
               "env.kwargs.success_distance=0.1", "env.kwargs.gripper_range=0.15", "env.kwargs.goal_range=0.15", "env.kwargs.max_episode_steps=15"]

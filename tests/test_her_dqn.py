@@ -5,7 +5,8 @@ import pytest
 
 from her_rl.envs.bitflip import compute_reward
 from her_rl.errors import ConfigError
-from her_rl.runner import compose, run
+from her_rl.config.compose import compose
+from her_rl.run.runner import run
 
 BITFLIP = {"name": "bitflip", "id": "her_rl/BitFlip-v0", "kwargs": {"n": 6}}
 
@@ -64,9 +65,9 @@ def test_bfloat16_updates_compute_in_bfloat16_and_keep_float32_parameters():
     full.remember(full.collect())
     half = copy.deepcopy(full)
     half.precision = "bfloat16"
-    rng_state = full.rng.bit_generator.state
+    rng_state = full.np_generator.bit_generator.state
     loss_full = full.learn()["losses/td_loss"]
-    half.rng.bit_generator.state = rng_state  # the same batch on both
+    half.np_generator.bit_generator.state = rng_state  # the same batch on both
     loss_half = half.learn()["losses/td_loss"]
     assert np.isfinite(loss_half) and loss_half != loss_full  # rounded products, not the float32 path
     assert abs(loss_half - loss_full) < 0.05 * abs(loss_full) + 1e-3

@@ -82,7 +82,8 @@ def test_envs_it_cannot_act_in_are_refused_with_one_line(env, message):
 
 
 def test_her_dqn_learns_a_small_push_task_in_a_short_run(tmp_path):
-    from her_rl.runner import compose, run
+    from her_rl.config.compose import compose
+    from her_rl.run.runner import run
 
     small = ["env=push", "env.kwargs.block_size=0.2", "env.kwargs.step_size=0.1", "env.kwargs.success_distance=0.1", "env.kwargs.gripper_range=0.15", "env.kwargs.goal_range=0.15",
              "env.kwargs.max_episode_steps=15", "progress=false", "budget.env_steps=36000",
@@ -92,7 +93,8 @@ def test_her_dqn_learns_a_small_push_task_in_a_short_run(tmp_path):
 
 
 def test_her_run_takes_any_registered_goal_env_through_env_gym(tmp_path):
-    from her_rl.runner import compose, run
+    from her_rl.config.compose import compose
+    from her_rl.run.runner import run
 
     cfg = compose(["env=gym", f"env.id={LOOP_ID}", "+env.kwargs.max_episode_steps=5", "progress=false",
                    "budget.env_steps=200", "algo.episodes_per_cycle=4", "eval.episodes=3"])

@@ -8,7 +8,8 @@ import torch
 
 from her_rl.errors import ConfigError
 from her_rl.rl.nets import ElementwiseQ
-from her_rl.runner import compose, run
+from her_rl.config.compose import compose
+from her_rl.run.runner import run
 
 
 def _permuted(x: torch.Tensor, n: int, perm: torch.Tensor) -> torch.Tensor:
@@ -61,7 +62,7 @@ def test_the_bitflip_tuned_file_picks_its_settings_by_n(n, network, hidden, lr):
 
 
 def test_by_size_takes_the_smallest_bound_that_holds_the_size():
-    from her_rl.config import by_size
+    from her_rl.config.checks import by_size
 
     table = {"30": "a", "4096": "b", "100": "c"}
     assert [by_size(n, table) for n in (1, 30, 31, 100, 101, 4096)] == ["a", "a", "c", "c", "b", "b"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from her_rl.algos.offpolicy import updates_for_cycle
+from her_rl.algos.hindsight import updates_for_cycle
 from her_rl.envs.bitflip import compute_reward
 from her_rl.rl.her import HindsightMemory
 
@@ -123,7 +123,7 @@ def test_her_dqn_runs_the_n_step_target_and_update_ratio():
                    updates_per_step=0.25, episodes_per_cycle=4, batch_size=16)
     result = agent.train_iteration()
     assert agent.updates == max(1, round(0.25 * result.env_steps))
-    b = agent.memory.sample(64, agent.rng)
+    b = agent.memory.sample(64, agent.np_generator)
     allowed = np.array([0.98**s for s in (1, 2, 3)])
     assert np.isclose(b["discount"][:, None], allowed[None, :]).any(axis=1).all()
     assert (b["discount"] < 0.97).any()  # some transitions do carry more than one step
@@ -133,7 +133,8 @@ def test_her_dqn_runs_the_n_step_target_and_update_ratio():
 def test_eval_every_env_steps_evaluates_once_per_multiple_crossed(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from her_rl.runner import compose, run
+    from her_rl.config.compose import compose
+    from her_rl.run.runner import run
 
     cfg = compose(["n=6", "seed=0", "progress=false", "eval.every_env_steps=250", "budget.env_steps=1500",
                    "eval.stop_when_solved=false", "eval.episodes=10", "checkpoint.every_s=1000"])
@@ -150,7 +151,7 @@ def test_eval_every_env_steps_evaluates_once_per_multiple_crossed(tmp_path):
 
 
 def test_an_explicit_tuned_file_replaces_the_automatic_one():
-    from her_rl.runner import compose
+    from her_rl.config.compose import compose
 
     auto = compose(["n=20"]).algo
     small = compose(["n=20", "tuned=her_dqn_bitflip_small_n"]).algo

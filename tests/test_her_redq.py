@@ -8,7 +8,8 @@ import torch
 from her_rl.algos.her_redq import HerREDQ
 from her_rl.errors import ConfigError
 from her_rl.rl.nets import Critic, EnsembleCritic
-from her_rl.runner import compose, run
+from her_rl.config.compose import compose
+from her_rl.run.runner import run
 
 PUSH = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuous", "max_episode_steps": 10}}
 

@@ -10,7 +10,8 @@ import torch.nn as nn
 
 from her_rl.algos.her_td3 import HerTD3
 from her_rl.errors import ConfigError
-from her_rl.runner import compose, run
+from her_rl.config.compose import compose
+from her_rl.run.runner import run
 
 PUSH = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuous", "max_episode_steps": 10}}
 

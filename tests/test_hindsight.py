@@ -15,8 +15,8 @@ from her_rl.algos.her_redq import HerREDQ
 from her_rl.algos.her_td3 import HerTD3
 from her_rl.algos.hindsight import cycle_result
 from her_rl.errors import ConfigError
-from her_rl.registry import ALGOS, accepted_params
-from her_rl.schema import algo_rules
+from her_rl.config.registry import ALGOS, accepted_params
+from her_rl.config.schema import algo_rules
 
 BITFLIP = {"name": "bitflip", "id": "her_rl/BitFlip-v0", "kwargs": {"n": 6}}
 PUSH = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuous", "max_episode_steps": 10}}
@@ -70,7 +70,7 @@ def test_n_step_and_random_mix_reach_the_memory_and_the_target(name):
     agent = _make(name, n_step=3, random_mix=0.5, updates_per_cycle=2)
     assert (agent.memory.n_step, agent.memory.random_mix, agent.memory.gamma) == (3, 0.5, agent.gamma)
     agent.train_iteration()
-    t = agent.tensors(agent.memory.sample(64, agent.rng))
+    t = agent.tensors(agent.memory.sample(64, agent.np_generator))
     steps = np.round(np.log(t["discount"].numpy()) / np.log(agent.gamma)).astype(int)
     assert set(steps) <= {1, 2, 3} and steps.max() > 1  # some targets bootstrap further on
     assert np.isfinite(agent.learn()["losses/q_values"])

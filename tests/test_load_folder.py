@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 import her_rl
-from her_rl import rundir
+from her_rl.folder import rundir
 from her_rl.errors import ConfigError
 
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from her_rl.logger import RunLogger
-from her_rl.metrics import METRICS, read_metrics
-from her_rl.runner import main as run_main
+from her_rl.run.logger import RunLogger
+from her_rl.folder.metrics import METRICS, read_metrics
+from her_rl.run.runner import main as run_main
 
 RUN = ["n=4", "progress=false", "eval.stop_when_solved=false", "eval.every_env_steps=100"]
 

@@ -10,9 +10,9 @@ import signal
 
 import pytest
 
-from her_rl import checkpoint
-from her_rl.metrics import METRICS, WALL_CLOCK_TAGS, MetricsWriter, _from_events, _lines, read_metrics
-from her_rl.runner import main
+from her_rl.folder import checkpoint
+from her_rl.folder.metrics import METRICS, WALL_CLOCK_TAGS, MetricsWriter, _from_events, _lines, read_metrics
+from her_rl.run.runner import main
 
 # about 25 iterations of her_dqn; an evaluation every 3rd, a checkpoint before every next one
 ARGS = ["algo=her_dqn", "env=bitflip", "n=4", "algo.hidden=[32,32]", "progress=false", "eval.episodes=4",
@@ -67,7 +67,7 @@ def on_save(k, before_write):
 
 def in_final_evaluation():
     """SIGKILL in the final evaluation, which adds eval/* to the last training step's line."""
-    from her_rl.trainer import Trainer
+    from her_rl.run.trainer import Trainer
 
     original = Trainer.evaluate
 

@@ -16,10 +16,10 @@ import her_rl.envs  # noqa: F401  (registers the project envs)
 from her_rl.algos.ppo import PPO
 from her_rl.algos.reinforce import Reinforce
 from her_rl.algos.rnd_ppo import RNDPPO
-from her_rl.algos.rollout import ObsProcessor, Policy, RolloutCollector
+from her_rl.algos.rollout import ActorNet, ObsProcessor, RolloutCollector
 from her_rl.envs import make_vec
 from her_rl.errors import ConfigError
-from her_rl.registry import build_agent
+from her_rl.config.registry import build_agent
 
 CARTPOLE = {"name": "cartpole", "id": "CartPole-v1", "kwargs": {}, "solved_return": 475}
 PENDULUM = {"name": "pendulum", "id": "Pendulum-v1", "kwargs": {}, "solved_return": -200}
@@ -161,9 +161,9 @@ def test_rollout_marks_next_step_reset_and_keeps_final_observation():
     envs = make_vec({"name": "gym", "id": "test/Count-v0", "kwargs": {}}, 2, seed=0)
     space = envs.single_observation_space
     proc = ObsProcessor(space)
-    policy = Policy(proc.dim, envs.single_action_space, hidden=(8,))
-    col = RolloutCollector(envs, proc, policy, seed=0)
-    ro = col.collect(lambda x: policy.sample(x), None, num_steps=8)
+    actor = ActorNet(proc.dim, envs.single_action_space, hidden=(8,))
+    col = RolloutCollector(envs, proc, actor, seed=0)
+    ro = col.collect(lambda x: actor.sample(x), None, num_steps=8)
     obs = ro.obs_raw[:, 0, 0].tolist()
     # steps: 0->1, 1->2, 2->3 (truncated), 3->0 (reset step), 0->1, ...
     assert obs == [0, 1, 2, 3, 0, 1, 2, 3, 0]
@@ -270,7 +270,7 @@ def test_python_built_learner_refuses_a_bad_value_with_the_command_line_text(cls
 
 @pytest.mark.parametrize("name, cls", [("reinforce", Reinforce), ("ppo", PPO), ("rnd_ppo", RNDPPO)])
 def test_every_config_key_has_a_rule_and_every_rule_a_key(name, cls):
-    from her_rl.registry import accepted_params
+    from her_rl.config.registry import accepted_params
 
     assert sorted(accepted_params(name)) == sorted(cls.RULES)
     cls.check_config({k: getattr(cls, k) for k in cls.RULES})  # the defaults meet the rules
@@ -291,7 +291,7 @@ class _ConstantAgent:
 
 
 def test_evaluate_tells_terminal_ends_from_time_limits():
-    from her_rl.runner import evaluate
+    from her_rl.run.evaluation import evaluate
 
     # MountainCar: always pushing right never reaches the flag, every episode hits the 200-step limit
     car = make_vec({"name": "mountaincar", "id": "MountainCar-v0", "kwargs": {}}, 3, seed=0)
@@ -306,7 +306,8 @@ def test_evaluate_tells_terminal_ends_from_time_limits():
 def test_rnd_ppo_with_deep_sea_settings_solves_size_14(tmp_path):
     """The tuned/rnd_ppo_deep_sea.yaml settings find and then exploit the single rewarding path
     (a random policy finds it once in 2^14 episodes, ~16,000 episodes = 230k steps)."""
-    from her_rl.runner import compose, run
+    from her_rl.config.compose import compose
+    from her_rl.run.runner import run
 
     cfg = compose(["algo=rnd_ppo", "env=deep_sea", "size=14", "budget.env_steps=80000",
                    "eval.every_iterations=5", "progress=false", "threads=1"])

@@ -1,4 +1,5 @@
-"""The built wheel carries the Hydra configs, so a non-editable `pip install .` can run her-run."""
+"""The built wheel carries the Hydra configs, so a non-editable `pip install .` can run her-run, and no
+benchmark code: bench/ lies beside the package."""
 
 import shutil
 import subprocess
@@ -9,11 +10,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_wheel_ships_every_config_file_and_no_other(tmp_path):
+def test_wheel_ships_every_config_file_and_no_benchmark_code(tmp_path):
     # built from a copy of what a checkout holds: an in-tree build/ keeps files deleted since (a
     # config that is no longer in the repository would still ship and shadow the code's)
     src = tmp_path / "src"
-    shutil.copytree(ROOT / "her_rl", src / "her_rl", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("her_rl", "bench"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
@@ -25,3 +27,5 @@ def test_wheel_ships_every_config_file_and_no_other(tmp_path):
     assert "her_rl/conf/config.yaml" in expected and "her_rl/conf/env/bitflip.yaml" in expected
     assert {n for n in names if n.startswith("her_rl/conf/") and n.endswith(".yaml")} == expected
     assert any(n.endswith("entry_points.txt") for n in names)
+    assert not [n for n in names if n.startswith(("bench/", "her_rl/bench/"))]
+    assert "her_rl/run/runner.py" in names and "her_rl/config/compose.py" in names

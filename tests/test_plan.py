@@ -11,7 +11,7 @@ import time
 import forked
 import pytest
 
-from her_rl import rundir
+from her_rl.folder import rundir
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 ROOT = os.geteuid() == 0  # root writes into read-only folders: those cases cannot be shown
@@ -145,7 +145,7 @@ def test_a_second_ctrl_c_aborts_at_once_with_one_line(her_run, tmp_path):
     """The first Ctrl-C waits for the iteration's end; a second one during it ends the run at once,
     exit 130, one line, and the checkpoint written before stays loadable. Long iterations (400
     updates of 256 transitions) make sure the second signal lands inside one."""
-    from her_rl.checkpoint import load
+    from her_rl.folder.checkpoint import load
 
     out = tmp_path / "run"
     proc = forked.Popen([her_run, "n=8", "algo.updates_per_step=null", "algo.updates_per_cycle=400",
@@ -173,7 +173,7 @@ def test_a_second_ctrl_c_aborts_at_once_with_one_line(her_run, tmp_path):
 
 
 def test_in_python_a_second_ctrl_c_is_a_keyboard_interrupt_saying_so():
-    from her_rl.signals import ABORTED, StopSignals
+    from her_rl.run.signals import ABORTED, StopSignals
 
     inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job inherits SIG_IGN
     try:

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from her_rl.bench.profile import ROOT, PhaseClock, Side, time_sides
+from bench.profile import ROOT, PhaseClock, Side, time_sides
 
 MISSING = [m for m in ("gymnasium_robotics", "mujoco") if importlib.util.find_spec(m) is None]
 needs_robotics = pytest.mark.skipif(bool(MISSING), reason=f"robotics extra not installed ({', '.join(MISSING)})")

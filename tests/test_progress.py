@@ -4,8 +4,8 @@ import io
 
 import pytest
 
-from her_rl import progress as progress_module
-from her_rl.progress import LOG_EVERY_S, Progress, clear_line, clock_time, count, number
+from her_rl.run import progress as progress_module
+from her_rl.run.progress import LOG_EVERY_S, Progress, clear_line, clock_time, count, number
 
 
 class Terminal(io.StringIO):

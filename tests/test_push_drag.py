@@ -8,7 +8,8 @@ from gymnasium.utils.env_checker import check_env
 import her_rl.envs  # noqa: F401  (registers her_rl/Push-v0 and her_rl/Drag-v0)
 from her_rl.envs.drag import GRIP, RELEASE, DragEnv, DragVectorEnv
 from her_rl.envs.push import PushEnv, PushVectorEnv
-from her_rl.envs.table import COMPASS, check_table_kwargs, compute_reward
+from her_rl.envs.table_core import COMPASS, compute_reward
+from her_rl.envs.table_settings import check_table_kwargs
 
 R = 0.05  # block radius at the default block_size 0.1
 E, NE, N, NW, W, SW, S, SE = range(8)

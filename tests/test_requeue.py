@@ -16,9 +16,10 @@ from pathlib import Path
 import forked
 import pytest
 
-from her_rl import requeue
+from her_rl.run import requeue
 from her_rl.errors import ConfigError
-from her_rl.runner import compose, run
+from her_rl.config.compose import compose
+from her_rl.run.runner import run
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 # the paper's 16-episode cycle, not the bit-flip tuned file: long enough iterations to preempt, few of them

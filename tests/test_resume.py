@@ -1,4 +1,4 @@
-"""Resume by folder and load= (her_rl/resume.py): the saved config plus safe changes, refusals that
+"""Resume by folder and load= (her_rl/folder/resume.py): the saved config plus safe changes, refusals that
 write nothing, and a crashed run that resumes to the same result as one that never stopped."""
 
 import json
@@ -8,9 +8,9 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from her_rl import checkpoint
+from her_rl.folder import checkpoint
 from her_rl.errors import ConfigError
-from her_rl.runner import main
+from her_rl.run.runner import main
 
 FAST = ["n=4", "progress=false", "eval.every_iterations=1000", "eval.stop_when_solved=false", "eval.episodes=5"]
 

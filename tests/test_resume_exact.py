@@ -10,8 +10,8 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from her_rl import checkpoint
-from her_rl.runner import main
+from her_rl.folder import checkpoint
+from her_rl.run.runner import main
 
 FAST = ["progress=false", "eval.every_iterations=2", "eval.stop_when_solved=false", "eval.episodes=2",
         "checkpoint.every_s=0"]
@@ -204,7 +204,7 @@ def test_a_snapshot_of_another_env_is_refused():
 ])
 def test_a_tampered_episode_state_is_one_line_naming_the_checkpoint(tamper):
     from her_rl.algos.ppo import PPO
-    from her_rl.build import make_agent
+    from her_rl.run.build import make_agent
     from her_rl.errors import CheckpointError
 
     cartpole = {"name": "cartpole", "id": "CartPole-v1", "kwargs": {}}

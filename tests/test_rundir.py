@@ -1,4 +1,4 @@
-"""The run folder (her_rl/rundir.py, checked by her_rl/plan.py): one live run per folder, unique
+"""The run folder (her_rl/folder/rundir.py, checked by her_rl/run/plan.py): one live run per folder, unique
 default names, and folders that cannot be used or already hold a run are refused."""
 
 import json
@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from her_rl import rundir
+from her_rl.folder import rundir
 from her_rl.errors import ConfigError
-from her_rl.runner import main
+from her_rl.run.runner import main
 
 FAST = ["n=4", "progress=false", "eval.every_iterations=1000", "eval.stop_when_solved=false", "eval.episodes=5"]
 

@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from her_rl import schema
-from her_rl.config import validate
+from her_rl.config import schema
+from her_rl.config.checks import validate
 from her_rl.errors import ConfigError
-from her_rl.runner import compose, main
+from her_rl.config.compose import compose
+from her_rl.run.runner import main
 
 HER = ["algo=her_dqn", "env=bitflip"]
 PPO = ["algo=ppo", "env=cartpole"]

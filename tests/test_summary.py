@@ -8,8 +8,10 @@ import numpy as np
 import forked
 import pytest
 
-from her_rl.rundir import RunLock
-from her_rl.summary import bootstrap_ci, find_runs, main, summarise, write_summary
+from her_rl.folder.rundir import RunLock
+from her_rl.summary.report import main, summarise, write_summary
+from her_rl.summary.runs import find_runs
+from her_rl.summary.stats import bootstrap_ci
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 
@@ -71,7 +73,7 @@ def test_a_sweep_ends_with_a_summary_table_csv_and_plots(her_run, tmp_path):
     # and its curves need no TensorBoard events: every run folder holds metrics.jsonl, with the same evaluations
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from her_rl.summary_plots import read_curve
+    from her_rl.summary.plots import read_curve
 
     runs = find_runs(sweep)
     events = []
@@ -100,7 +102,7 @@ def test_a_folder_without_runs_is_one_line_and_exit_2(tmp_path, capsys):
 def test_every_run_logs_its_config_and_hparams_with_final_metrics(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from her_rl.runner import main as run_main
+    from her_rl.run.runner import main as run_main
 
     results = run_main(["n=4", "algo.lr=0.002", "progress=false", "budget.env_steps=300"], out_dir=tmp_path)
     acc = EventAccumulator(str(tmp_path / "tb"), size_guidance={"scalars": 0, "tensors": 0})
@@ -127,7 +129,7 @@ def test_sweep_job_folders_are_named_by_the_keys_the_sweep_varies(her_run, tmp_p
 def test_swept_keys_come_from_sweep_syntax_and_experiment_params(monkeypatch):
     from omegaconf import OmegaConf
 
-    from her_rl.rundir import SWEPT_ENV, SweptKeys, swept_dirname
+    from her_rl.folder.rundir import SWEPT_ENV, SweptKeys, swept_dirname
 
     monkeypatch.setenv(SWEPT_ENV, "")  # restored (removed) after the test, whatever SweptKeys sets
     assert swept_dirname("n=3,seed=0", ["n=3", "seed=0"]) == "n=3,seed=0"  # outside a multirun: Hydra's name

@@ -7,15 +7,16 @@ import json
 import numpy as np
 import pytest
 
-from her_rl.metrics import METRICS, MetricsWriter
-from her_rl.summary import main, read_runs, summarise, write_summary
-from her_rl.summary_plots import Curve, curves_figure, mean_curve, read_curve
-from her_rl.summary_stats import iqm, iqm_ci
+from her_rl.folder.metrics import METRICS, MetricsWriter
+from her_rl.summary.report import main, summarise, write_summary
+from her_rl.summary.runs import read_runs
+from her_rl.summary.plots import Curve, curves_figure, mean_curve, read_curve
+from her_rl.summary.stats import iqm, iqm_ci
 
 
 def _run_folder(folder, overrides, env="bitflip", n=None, seed=0, success=0.5, evals=((1000, 0.5),), solved_at=None,
                 events=False):
-    """A finished run folder as her_rl.runner writes it: config.yaml, history.jsonl, results.json,
+    """A finished run folder as her_rl.run.runner writes it: config.yaml, history.jsonl, results.json,
     metrics.jsonl (``events``: TensorBoard events instead, as older versions wrote)."""
     folder.mkdir(parents=True)
     kwargs = f"  kwargs:\n    n: {n}\n" if n is not None else "  kwargs: {}\n"
@@ -239,7 +240,7 @@ def test_outputs_linked_elsewhere_are_replaced_not_written_through(tmp_path, cap
 def test_a_full_disk_keeps_the_previous_outputs_whole(tmp_path, monkeypatch, capsys):
     import errno
 
-    from her_rl import checkpoint
+    from her_rl.folder import checkpoint
 
     _run_folder(tmp_path / "a", ["n=5", "seed=0"], n=5)
     assert main([str(tmp_path)]) == 0

@@ -10,10 +10,10 @@ import textwrap
 
 import pytest
 
-from her_rl import sweep_failures
-from her_rl.overrides import one_value_each, sweep_values
-from her_rl.summary import main as summary_main
-from her_rl.summary import write_summary
+from her_rl.folder import failures
+from her_rl.config.overrides import one_value_each, sweep_values
+from her_rl.summary.report import main as summary_main
+from her_rl.summary.report import write_summary
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 
@@ -105,28 +105,28 @@ def test_an_unexpected_error_is_one_line_naming_its_type_and_where_it_was_raised
     try:
         step()
     except KeyError as exc:
-        line, code = sweep_failures.describe(exc)
+        line, code = failures.describe(exc)
     assert code == 1 and line.startswith("KeyError: 'no\\nsuch key' (raised at test_sweep_survive.py:")
     assert line.endswith(" in step)") and "\n" not in line
 
 
 def test_a_failure_is_written_atomically_never_through_a_link_and_summarised(tmp_path, capsys):
     job = tmp_path / "sw" / "n=3"
-    sweep_failures.record(job, "EnvError: env broke", 4, ["n=3", "seed=0", "env.id=m\\:A-v0"])
+    failures.record(job, "EnvError: env broke", 4, ["n=3", "seed=0", "env.id=m\\:A-v0"])
     assert [p.name for p in job.iterdir()] == ["failed.json"]  # no temp file left
     rows = write_summary(tmp_path / "sw", plots=False)
     assert rows[0]["setting"] == "env.id=m:A-v0 n=3" and rows[0]["failed"] == 1  # setting from failed.json
     assert rows[0]["errors"] == [("n=3", "EnvError: env broke")]
-    sweep_failures.clear(job)
+    failures.clear(job)
     target = tmp_path / "elsewhere.json"
     target.write_text("keep")
     (job / "failed.json").symlink_to(target)
-    sweep_failures.start_sweep()
-    assert sweep_failures.job_failed(job, RuntimeError("x"), []) is None  # no objective for the sweeper
+    failures.start_sweep()
+    assert failures.job_failed(job, RuntimeError("x"), []) is None  # no objective for the sweeper
     assert target.read_text() == "keep" and "cannot record the failure" in capsys.readouterr().err
-    sweep_failures.end_sweep(tmp_path / "sw")  # the failure is still counted, from this process's memory
+    failures.end_sweep(tmp_path / "sw")  # the failure is still counted, from this process's memory
     with pytest.raises(SystemExit) as stop:
-        sweep_failures.exit_if_failed()
+        failures.exit_if_failed()
     assert stop.value.code == 1
     assert capsys.readouterr().err.startswith(f"her-run: error: 1 of 1 sweep job failed: {job}: RuntimeError: x")
-    sweep_failures.start_sweep()  # leave no failures behind for other tests in this process
+    failures.start_sweep()  # leave no failures behind for other tests in this process

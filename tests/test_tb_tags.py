@@ -94,7 +94,7 @@ def _tells_success(name: str) -> bool:
 
     from her_rl.envs import make_vec
     from her_rl.rl.success import SUCCESS_KEYS
-    from her_rl.runner import compose
+    from her_rl.config.compose import compose
 
     cfg = OmegaConf.to_container(compose([f"env={name}"]).env, resolve=True)
     envs = make_vec(cfg, 1, seed=0)
@@ -108,7 +108,7 @@ def _tells_success(name: str) -> bool:
 
 
 def test_the_page_says_which_built_in_envs_tell_success(tb):
-    from her_rl.registry import ENVS
+    from her_rl.config.registry import ENVS
 
     text = " ".join(tb.PAGE.read_text(encoding="utf-8").split())
     sentence = re.search(r"Of the built-in envs, (.*?) tell success; (.*?) do not", text)

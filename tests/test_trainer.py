@@ -7,13 +7,15 @@ import sys
 import gymnasium as gym
 import pytest
 
-from her_rl import checkpoint, config as config_module
-from her_rl.build import make_agent
+from her_rl.folder import checkpoint
+from her_rl.config import checks as config_module
+from her_rl.run.build import make_agent
 from her_rl.errors import CheckpointError, ConfigError, NonFiniteError, OutputError
-from her_rl.plan import plan_run
-from her_rl.runner import compose, main
-from her_rl.signals import StopSignals
-from her_rl.trainer import RunState, Trainer
+from her_rl.run.plan import plan_run
+from her_rl.config.compose import compose
+from her_rl.run.runner import main
+from her_rl.run.signals import StopSignals
+from her_rl.run.trainer import RunState, Trainer
 
 FAST = ["n=4", "progress=false", "eval.episodes=5", "eval.stop_when_solved=false"]
 
@@ -124,11 +126,6 @@ def test_one_function_builds_agents_to_train_or_to_act_and_loads_their_state(tmp
         make_agent(saved["config"], inference=True, state={"q": {}}, source="x.pt")
 
 
-def test_errors_live_in_one_module_and_keep_their_old_homes_and_exit_codes():
-    from her_rl import guard, registry, runner
-
-    assert registry.ConfigError is ConfigError and checkpoint.CheckpointError is CheckpointError
-    assert checkpoint.OutputError is runner.OutputError is OutputError
-    assert guard.NonFiniteError is runner.NonFiniteError is NonFiniteError
+def test_errors_live_in_one_module_with_their_exit_codes():
     assert issubclass(CheckpointError, ConfigError) and issubclass(ConfigError, ValueError)
     assert [e.exit_code for e in (ConfigError, CheckpointError, OutputError, NonFiniteError)] == [2, 2, 5, 3]

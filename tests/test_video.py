@@ -1,4 +1,4 @@
-"""Videos of trained agents: her_rl.video and ``her-run load=RUN_DIR video=true``."""
+"""Videos of trained agents: her_rl.run.video and ``her-run load=RUN_DIR video=true``."""
 
 import importlib.util
 import os
@@ -17,7 +17,7 @@ pytest.importorskip("imageio_ffmpeg", reason='the video extra is not installed (
 import imageio.v2 as imageio  # noqa: E402
 import imageio.v3 as iio  # noqa: E402
 
-from her_rl import video  # noqa: E402
+from her_rl.run import video  # noqa: E402
 from her_rl.errors import ConfigError  # noqa: E402
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
@@ -62,26 +62,6 @@ class RandomPolicy:
 
 
 # ---- units -----------------------------------------------------------------------------------
-
-def test_short_form_becomes_the_enabled_key_and_nothing_else_changes():
-    given = ["load=runs/a", "video=true", "video.episodes=5", "+video=False", "n=3", "video.format=gif"]
-    assert video.expand_overrides(given) == ["load=runs/a", "video.enabled=true", "video.episodes=5",
-                                             "+video.enabled=false", "n=3", "video.format=gif"]
-    assert video.settings(True) == {**video.DEFAULTS, "enabled": True}
-    assert video.settings({"enabled": True, "episodes": 5})["episodes"] == 5
-
-
-def test_video_keys_without_load_and_video_keys_without_video_are_refused():
-    with pytest.raises(ConfigError, match="need load=RUN_DIR"):
-        video.refuse_without_load({"load": None, "video": {"enabled": False}}, ["video.episodes=2"])
-    with pytest.raises(ConfigError, match="need load=RUN_DIR"):
-        video.refuse_without_load({"load": None, "video": {"enabled": True}}, None)
-    video.refuse_without_load({"load": "runs/a", "video": {"enabled": True}}, ["video.enabled=true"])
-    video.refuse_without_load({"load": None, "video": {"enabled": False}}, ["n=3"])
-    with pytest.raises(ConfigError, match="video.episodes is given but video is off"):
-        video.check_given(video.settings(None), ["load=a", "video.episodes=2"])
-    video.check_given(video.settings(True), ["load=a", "video.enabled=true", "video.episodes=2"])
-
 
 def test_tiny_frames_are_scaled_up_pixel_for_pixel_and_padded_to_macro_blocks():
     tiny = np.arange(3 * 5 * 3, dtype=np.uint8).reshape(3, 5, 3) * 5

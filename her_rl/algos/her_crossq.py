@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from her_rl.algos.her_sac import HerSAC
+from her_rl.algos.hindsight import HindsightLearner
 from her_rl.rl.batch_renorm import RenormCritic
 from her_rl.rules import UNIT_OPEN_CLOSED, Rule, integer, real
 
@@ -42,7 +43,8 @@ class HerCrossQ(HerSAC):
 
     NAME = "her_crossq"
     TARGETS: ClassVar[dict[str, str]] = {}
-    STATE = ("actor", "q1", "q2", "actor_optimizer", "critic_optimizer", "alpha_optimizer", "log_alpha", "generator")
+    STATE = ("actor", "q1", "q2", "actor_optimizer", "critic_optimizer", "alpha_optimizer", "log_alpha", "generator",
+             *HindsightLearner.STATE)
     RULES: ClassVar[dict[str, Rule]] = {
         **HerSAC.RULES, "policy_delay": integer(1, 1000), "adam_beta1": real(0, 1, hi_open=True),
         "renorm_momentum": UNIT_OPEN_CLOSED, "renorm_warmup": integer(0),
@@ -62,9 +64,8 @@ class HerCrossQ(HerSAC):
     """Bound the bootstrap to the returns the env's reward range allows (before the entropy bonus)."""
 
     def build_critics(self) -> None:
-        self.q1, self.q2 = (RenormCritic(self.inputs.dim, self.act_dim, self.hidden, self.renorm_momentum,
-                                         self.renorm_warmup).to(self.device) for _ in range(2))
-        self.critic_optimizer = self.adam([*self.q1.parameters(), *self.q2.parameters()], self.critic_lr)
+        self.twin_critics(lambda: RenormCritic(self.inputs.dim, self.act_dim, self.hidden, self.renorm_momentum,
+                                               self.renorm_warmup), targets=False)
 
     def adam(self, params, lr: float) -> torch.optim.Adam:
         return torch.optim.Adam(params, lr=lr, betas=(self.adam_beta1, 0.999), fused=self.device.type == "cpu")
@@ -79,8 +80,7 @@ class HerCrossQ(HerSAC):
         with self.autocast():
             q1, q2 = self.q1(x, a).float(), self.q2(x, a).float()  # one pass: statistics of both halves
         with torch.no_grad():
-            q_next = self.bounded(torch.min(q1[batch:], q2[batch:]))
-            y = t["reward"] + t["discount"] * t["not_done"] * (q_next - self.log_alpha.exp() * logp_next.float())
+            y = self.td_target(t, torch.min(q1[batch:], q2[batch:]), entropy=self.log_alpha.exp() * logp_next.float())
         qf_loss = F.mse_loss(q1[:batch], y) + F.mse_loss(q2[:batch], y)
         self.step(self.critic_optimizer, qf_loss)
         metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1[:batch].mean().item()}

@@ -56,12 +56,13 @@ class Exploration:
     def __init__(self, noise: str, shape: tuple[int, int], sigma: float, seed: int):
         self.process = (OUNoise if noise == "ou" else GaussianNoise)(shape, sigma=sigma, seed=seed)
 
-    def __call__(self, a: np.ndarray, rng: np.random.Generator, noise_eps: float, random_eps: float) -> np.ndarray:
+    def __call__(self, a: np.ndarray, generator: np.random.Generator, noise_eps: float,
+                 random_eps: float) -> np.ndarray:
         noise = self.process.sample() if len(a) == self.process.size[0] else \
-            noise_eps * rng.standard_normal(a.shape)  # another batch size: plain Gaussian
+            noise_eps * generator.standard_normal(a.shape)  # another batch size: plain Gaussian
         a = np.clip(a + noise, -1.0, 1.0)
-        random = rng.random(len(a)) < random_eps
-        a[random] = rng.uniform(-1.0, 1.0, size=(int(random.sum()), a.shape[1]))
+        random = generator.random(len(a)) < random_eps
+        a[random] = generator.uniform(-1.0, 1.0, size=(int(random.sum()), a.shape[1]))
         return a
 
     def reset(self) -> None:
@@ -86,7 +87,9 @@ class HerDDPG(HindsightLearner):
     NAME = "her_ddpg"
     CONTINUOUS = True
     TARGETS = {"actor": "actor_target", "critic": "critic_target"}
-    STATE = ("actor", "actor_target", "critic", "critic_target", "actor_optimizer", "critic_optimizer", "exploration")
+    LEGACY_KEYS = {"noise": "exploration"}  # what earlier versions saved the exploration as
+    STATE = ("actor", "actor_target", "critic", "critic_target", "actor_optimizer", "critic_optimizer", "exploration",
+             *HindsightLearner.STATE)
     RULES: ClassVar[dict[str, Rule]] = {  # HER-TD3 inherits these: a deterministic actor explored around
         **HindsightLearner.RULES, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "random_eps": UNIT,
         "noise": choice(*NOISES), "noise_eps": NON_NEGATIVE, "action_l2": NON_NEGATIVE,
@@ -123,7 +126,9 @@ class HerDDPG(HindsightLearner):
     def policy(self, x: torch.Tensor, explore: bool) -> np.ndarray:
         """Actions in [-1, 1]^A: the actor's, or with exploration noise and random actions."""
         a = self.actor(x).cpu().numpy().reshape(-1, self.act_dim)
-        return (self.exploration(a, self.rng, self.noise_eps, self.random_eps) if explore else a).astype(np.float32)
+        if explore:
+            a = self.exploration(a, self.np_generator, self.noise_eps, self.random_eps)
+        return a.astype(np.float32)
 
     def collect(self, max_env_steps: int | None = None) -> dict[str, np.ndarray]:
         self.exploration.reset()
@@ -133,8 +138,7 @@ class HerDDPG(HindsightLearner):
         """One critic and one actor step on a batch of tensors (see :meth:`tensors`)."""
         with torch.no_grad(), self.autocast():
             q_next = self.critic_target(t["x_next"], self.actor_target(t["x_next"])).float()
-        target = t["reward"] + t["discount"] * t["not_done"] * q_next
-        target = self.bounded(target)
+        target = self.td_target(t, q_next)
         critic_loss, q = self.critic_step((self.critic,), self.critic_optimizer, t, target)
         with frozen(self.critic):
             with self.autocast():
@@ -145,6 +149,3 @@ class HerDDPG(HindsightLearner):
 
     def cycle_metrics(self) -> dict[str, float]:
         return {"charts/random_eps": self.random_eps}
-
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict({"exploration": state.get("noise"), **state})  # earlier checkpoints: "noise"

@@ -48,7 +48,7 @@ class HerDQN(HindsightLearner):
 
     NAME = "her_dqn"
     TARGETS = {"q": "q_target"}
-    STATE = ("q", "q_target", "optimizer")
+    STATE = ("q", "q_target", "optimizer", *HindsightLearner.STATE)
     RULES: ClassVar[dict[str, Rule]] = {**HindsightLearner.RULES, "network": choice(*NETWORKS), "lr": POSITIVE,
                                         "double_dqn": BOOL, "epsilon": UNIT}
 
@@ -88,8 +88,8 @@ class HerDQN(HindsightLearner):
         """Greedy action indices; epsilon-greedy when ``explore``."""
         actions = self.q(x).argmax(1).cpu().numpy()
         if explore and self.epsilon > 0:
-            random = self.rng.random(len(actions)) < self.epsilon
-            actions[random] = self.rng.integers(0, self.n_actions, size=int(random.sum()))
+            random = self.np_generator.random(len(actions)) < self.epsilon
+            actions[random] = self.np_generator.integers(0, self.n_actions, size=int(random.sum()))
         return actions
 
     def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
@@ -102,8 +102,7 @@ class HerDQN(HindsightLearner):
                 else:
                     q_next = q_next_target.max(1).values
             q = self.q(t["x"]).float().gather(1, t["action"].unsqueeze(1)).squeeze(1)
-        target = t["reward"] + t["discount"] * t["not_done"] * q_next
-        target = self.bounded(target)
+        target = self.td_target(t, q_next)
         loss = F.smooth_l1_loss(q, target)
         self.step(self.optimizer, loss)
         return {"losses/td_loss": loss.item(), "losses/q_values": q.mean().item()}

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import torch
 
 from her_rl.algos.her_sac import HerSAC
+from her_rl.algos.hindsight import HindsightLearner
 from her_rl.errors import ConfigError
 from her_rl.rl.nets import EnsembleCritic
 from her_rl.rl.updates import frozen
@@ -41,7 +42,7 @@ class HerREDQ(HerSAC):
     NAME = "her_redq"
     TARGETS = {"critics": "critics_target"}
     STATE = ("actor", "critics", "critics_target", "actor_optimizer", "critic_optimizer", "alpha_optimizer",
-             "log_alpha", "generator")
+             "log_alpha", "generator", *HindsightLearner.STATE)
     RULES: ClassVar[dict[str, Rule]] = {**HerSAC.RULES, "ensemble": integer(2, 100), "subset": integer(1, 100),
                                         "layer_norm": BOOL}
 
@@ -73,8 +74,7 @@ class HerREDQ(HerSAC):
         with self.autocast():
             a_next, logp_next = self.actor(t["x_next"]).sample_with_log_prob(self.generator)
             q_next = self.critics_target(t["x_next"], a_next, members=subset).float().min(0).values
-        q_next = self.bounded(q_next)  # the bootstrap, not the entropy bonus, lies in the env's return range
-        return t["reward"] + t["discount"] * t["not_done"] * (q_next - self.log_alpha.exp() * logp_next)
+        return self.td_target(t, q_next, entropy=self.log_alpha.exp() * logp_next)
 
     def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
         """One step of every critic, one actor and (``autotune``) one temperature step."""

@@ -57,7 +57,7 @@ class HerSAC(HindsightLearner):
     CONTINUOUS = True
     TARGETS = {"q1": "q1_target", "q2": "q2_target"}
     STATE = ("actor", "q1", "q2", "q1_target", "q2_target", "actor_optimizer", "critic_optimizer",
-             "alpha_optimizer", "log_alpha", "generator")
+             "alpha_optimizer", "log_alpha", "generator", *HindsightLearner.STATE)
     RULES: ClassVar[dict[str, Rule]] = {
         **HindsightLearner.RULES, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "alpha_lr": POSITIVE,
         "alpha_init": POSITIVE, "autotune": BOOL, "target_entropy": optional(real()),
@@ -80,7 +80,6 @@ class HerSAC(HindsightLearner):
 
     def build(self) -> None:
         self.target_entropy = -float(self.act_dim) if self.target_entropy is None else float(self.target_entropy)
-        self.generator = torch.Generator(device=self.device).manual_seed(self.seed)  # policy samples: the agent's own
         self.actor = Actor(self.inputs.dim, self.act_dim, self.hidden).to(self.device)
         self.build_critics()
         self.log_alpha = torch.tensor(math.log(self.alpha_init), device=self.device, requires_grad=self.autotune)
@@ -89,9 +88,7 @@ class HerSAC(HindsightLearner):
 
     def build_critics(self) -> None:
         """The twin critics, their targets and optimiser (HER-REDQ builds its ensemble here instead)."""
-        self.q1, self.q2, self.q1_target, self.q2_target = (
-            Critic(self.inputs.dim, self.act_dim, self.hidden).to(self.device) for _ in range(4))
-        self.critic_optimizer = self.adam([*self.q1.parameters(), *self.q2.parameters()], self.critic_lr)
+        self.twin_critics(lambda: Critic(self.inputs.dim, self.act_dim, self.hidden))
 
     @property
     def alpha(self) -> float:
@@ -109,8 +106,7 @@ class HerSAC(HindsightLearner):
         with self.autocast():
             a_next, logp_next = self.actor(t["x_next"]).sample_with_log_prob(self.generator)
             q_next = torch.min(self.q1_target(t["x_next"], a_next), self.q2_target(t["x_next"], a_next)).float()
-        target = t["reward"] + t["discount"] * t["not_done"] * (q_next - self.log_alpha.exp() * logp_next)
-        return self.bounded(target)
+        return self.td_target(t, q_next - self.log_alpha.exp() * logp_next)
 
     def temperature_loss(self, logp: torch.Tensor) -> torch.Tensor:
         """-mean log_alpha (log pi + target entropy): its gradient raises alpha when entropy < target."""
@@ -138,9 +134,7 @@ class HerSAC(HindsightLearner):
         metrics = {}
         if self.autotune:
             alpha_loss = self.temperature_loss(logp)
-            self.alpha_optimizer.zero_grad(set_to_none=True)
-            alpha_loss.backward()
-            self.alpha_optimizer.step()
+            self.step(self.alpha_optimizer, alpha_loss, clip=False)
             metrics["losses/alpha_loss"] = alpha_loss.item()
         metrics["losses/alpha"] = self.alpha
         return metrics

@@ -24,6 +24,7 @@ from typing import ClassVar
 import torch
 
 from her_rl.algos.her_ddpg import HerDDPG, policy_loss
+from her_rl.algos.hindsight import HindsightLearner
 from her_rl.rl.nets import Critic
 from her_rl.rl.updates import frozen
 from her_rl.rules import NON_NEGATIVE, Rule, integer
@@ -36,7 +37,7 @@ class HerTD3(HerDDPG):
     NAME = "her_td3"
     TARGETS = {"actor": "actor_target", "q1": "q1_target", "q2": "q2_target"}
     STATE = ("actor", "actor_target", "q1", "q2", "q1_target", "q2_target", "actor_optimizer", "critic_optimizer",
-             "exploration", "generator")
+             "exploration", "generator", *HindsightLearner.STATE)
     RULES: ClassVar[dict[str, Rule]] = {**HerDDPG.RULES, "target_noise": NON_NEGATIVE, "noise_clip": NON_NEGATIVE,
                                         "policy_delay": integer(1, 1000)}
 
@@ -49,9 +50,7 @@ class HerTD3(HerDDPG):
 
     def build(self) -> None:
         self.build_actor()
-        self.q1, self.q2, self.q1_target, self.q2_target = (Critic(*self.dims).to(self.device) for _ in range(4))
-        self.critic_optimizer = self.adam([*self.q1.parameters(), *self.q2.parameters()], self.critic_lr)
-        self.generator = torch.Generator(device=self.device).manual_seed(self.seed)  # target smoothing noise
+        self.twin_critics(lambda: Critic(*self.dims))
 
     @torch.no_grad()
     def target(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -62,8 +61,7 @@ class HerTD3(HerDDPG):
         a_next = (a_next + noise.clamp(-self.noise_clip, self.noise_clip)).clamp(-1.0, 1.0)
         with self.autocast():
             q_next = torch.min(self.q1_target(t["x_next"], a_next), self.q2_target(t["x_next"], a_next)).float()
-        y = t["reward"] + t["discount"] * t["not_done"] * q_next
-        return self.bounded(y)
+        return self.td_target(t, q_next)
 
     def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
         """One step of both critics; on every ``policy_delay``-th update (counted by ``updates``) an actor step."""

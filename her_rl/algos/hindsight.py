@@ -1,8 +1,8 @@
 """The hindsight learner base: what HER-DQN, HER-DDPG, HER-SAC and HER-TD3 share.
 
-A learner is a dataclass of its hyperparameters: the fields are the constructor's keywords, so the
-config keys the registry accepts are read from them. :class:`HindsightLearner` declares the keys
-every hindsight learner has and runs the HER paper's cycle (Andrychowicz et al. 2017):
+A learner is a dataclass of its hyperparameters (the shared base, her_rl/algos/base.py, says how its
+keys and checkpoint state are declared). :class:`HindsightLearner` declares the keys every hindsight
+learner has and runs the HER paper's cycle (Andrychowicz et al. 2017):
 
     collect  ``episodes_per_cycle`` lock-step episodes in one batched env, exploring;
     store    them in a HindsightMemory (her_rl/rl/her.py: goals relabelled at sample time by
@@ -15,7 +15,8 @@ every hindsight learner has and runs the HER paper's cycle (Andrychowicz et al. 
              ``tau``, a soft step of tau after every gradient step).
 
 A learner adds its own keys as fields, names itself (``NAME``, its registry name), its targets
-(``TARGETS``: online -> target attribute) and what a checkpoint holds (``STATE``), and writes
+(``TARGETS``: online -> target attribute) and what a checkpoint holds (``STATE``, ending in the base's
+entries), and writes
 ``build`` (networks, optimisers), ``policy`` (actions from network inputs: indices, or [-1, 1]^A
 for a ``CONTINUOUS`` learner, rescaled to the env's box only when stepping) and ``update`` (one
 gradient step on a batch of tensors, returning its metrics).
@@ -23,8 +24,8 @@ gradient step on a batch of tensors, returning its metrics).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -32,12 +33,12 @@ import torch
 import torch.nn.functional as F
 
 from her_rl.agent import IterationResult
+from her_rl.algos.base import Learner
 from her_rl.errors import ConfigError
-from her_rl.registry import RUNTIME_ARGS
 from her_rl.rl.her import PRIORITIES, STRATEGIES
-from her_rl.rl.updates import clip_to_return_range, frozen, polyak_update, update_precision  # noqa: F401
-from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, Rule, check_values,
-                          choice, integer, optional)
+from her_rl.rl.updates import clip_to_return_range, polyak_update, td_target, update_precision
+from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, Rule, choice,
+                          integer, optional)
 from her_rl.rl.goal import (GoalEnvSpec, GoalInputs, action_space_for, batch_tensors, collect_episodes, goal_env_spec,
                             hindsight_memory, to_env_actions)
 
@@ -45,14 +46,17 @@ PRECISIONS = ("float32", "bfloat16")
 
 
 @dataclass(eq=False)
-class HindsightLearner:
+class HindsightLearner(Learner):
     """A hindsight learner: ``act``, ``remember``, ``hindsight``, ``collect``, ``learn``,
     ``train_iteration``, ``state_dict`` (see the module's docstring for what a learner adds)."""
 
     NAME: ClassVar[str] = "hindsight"
     CONTINUOUS: ClassVar[bool] = False
     TARGETS: ClassVar[dict[str, str]] = {}
-    STATE: ClassVar[tuple[str, ...]] = ()
+    STATE: ClassVar[tuple[str, ...]] = ("inputs", "np_generator", "memory", "updates")  # a learner's come first
+    SAVED_AS = {"np_generator": "rng"}
+    OPTIONAL = ("memory",)  # a run with checkpoint.save_replay=false saves none
+    CLIP_KEY = "grad_clip"
     RULES: ClassVar[dict[str, Rule]] = {  # what each key below may be; a learner adds its own keys' rules
         "strategy": choice(*STRATEGIES), "k": integer(0), "random_mix": UNIT, "hidden": HIDDEN,
         "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT, "episodes_per_cycle": optional(integer(1, MAX_ENVS)),
@@ -63,10 +67,6 @@ class HindsightLearner:
         "precision": choice(*PRECISIONS),
     }
 
-    env: dict[str, Any]
-    seed: int = 0
-    device: str = "cpu"
-    inference: bool = False
     strategy: str = "future"
     """Which achieved goals relabel a transition (the strategies of her_rl/rl/her.py); none: no relabelling."""
     k: int = 4
@@ -122,22 +122,20 @@ class HindsightLearner:
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:
-        """The rules of the command line, for any caller: one ConfigError naming the key."""
-        check_values(cls.RULES, values)
+        super().check_config(values)
         batch, buffer = values.get("batch_size"), values.get("buffer_size")
         if batch is not None and buffer is not None and batch > buffer:
             raise ConfigError(f"algo.batch_size={batch} is not allowed: it is larger than algo.buffer_size ({buffer})")
 
     def __post_init__(self) -> None:
-        self.check_config(self.hyperparameters())
-        self.device = torch.device(self.device)
+        super().__post_init__()
         self.envs, self.spec = cycle_envs(self.env, self.episodes_per_cycle, self.seed, self.NAME, self.inference)
         self.cycle_episodes = cycle_episodes(self.episodes_per_cycle, self.spec.horizon)
         self.action_space = action_space_for(self.spec, self.env, self.NAME, self.CONTINUOUS)
         self.act_dim = int(np.prod(self.action_space.shape)) if self.CONTINUOUS else None
         self.horizon = self.spec.horizon
         self.inputs = GoalInputs(self.spec, self.normalize, self.norm_clip, self.device)
-        self.rng = np.random.default_rng(self.seed)
+        self.np_generator = np.random.default_rng(self.seed)  # replay batches, exploration, reset seeds
         self.memory = None if self.inference else hindsight_memory(
             self.spec, self.buffer_size, self.strategy, self.k, self.seed, self.n_step, self.gamma, self.random_mix,
             self.prioritize, self.clip_energy, self.energy_dt)
@@ -146,10 +144,6 @@ class HindsightLearner:
         for net, target in self.TARGETS.items():
             getattr(self, target).load_state_dict(getattr(self, net).state_dict())
             getattr(self, target).requires_grad_(False)
-
-    def hyperparameters(self) -> dict[str, Any]:
-        """The config keys and their values: every field but the runner's own arguments."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in RUNTIME_ARGS}
 
     # -- what a learner writes -----------------------------------------------------------------
     def build(self) -> None:
@@ -182,7 +176,7 @@ class HindsightLearner:
         """Play one batch of lock-step episodes with exploration (see ``collect_episodes``), cut
         at the lock-step that reaches ``max_env_steps``."""
         return collect_episodes(self.envs, self.spec, lambda obs, goal: self.act(obs, goal, explore=True),
-                                seed=int(self.rng.integers(2**31)), max_env_steps=max_env_steps)
+                                seed=int(self.np_generator.integers(2**31)), max_env_steps=max_env_steps)
 
     def remember(self, episodes: dict[str, np.ndarray]) -> None:
         """Store a batch of episodes (see ``HindsightMemory.remember`` for the keys)."""
@@ -199,7 +193,7 @@ class HindsightLearner:
 
     def learn(self) -> dict[str, float]:
         """One gradient step on a relabelled batch from the memory."""
-        metrics = self.update(self.tensors(self.memory.sample(self.batch_size, self.rng)))
+        metrics = self.update(self.tensors(self.memory.sample(self.batch_size, self.np_generator)))
         self.updates += 1
         if self.tau:
             self.move_targets(1.0 - self.tau)
@@ -228,6 +222,23 @@ class HindsightLearner:
         probed through compute_reward or declared as env.reward_range; unknown: no clamp)."""
         return clip_to_return_range(target, self.gamma, self.spec.reward_bounds) if self.clip_target else target
 
+    def td_target(self, t: dict[str, torch.Tensor], q_next: torch.Tensor,
+                  entropy: torch.Tensor | None = None) -> torch.Tensor:
+        """The batch's bootstrapped target r + gamma^m (1 - terminated) q_next, :meth:`bounded`. With
+        ``entropy`` (alpha log pi(a' | s')) only q_next is bounded and the entropy subtracted after: the
+        soft value may rightly leave the return range (HER-REDQ, HER-CrossQ)."""
+        if entropy is None:
+            return self.bounded(td_target(t["reward"], t["discount"], t["not_done"], q_next))
+        return td_target(t["reward"], t["discount"], t["not_done"], self.bounded(q_next) - entropy)
+
+    def twin_critics(self, make: Callable[[], torch.nn.Module], targets: bool = True) -> None:
+        """Critics ``q1``, ``q2`` from ``make``, their target copies (``targets``) and one optimiser
+        over both (``critic_lr``): HER-TD3's, HER-SAC's and HER-CrossQ's."""
+        self.q1, self.q2 = make().to(self.device), make().to(self.device)
+        if targets:
+            self.q1_target, self.q2_target = make().to(self.device), make().to(self.device)
+        self.critic_optimizer = self.adam([*self.q1.parameters(), *self.q2.parameters()], self.critic_lr)
+
     def critic_step(self, critics: Sequence[torch.nn.Module], optimizer: torch.optim.Optimizer,
                     t: dict[str, torch.Tensor], y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One step of the critics Q(x, a) towards the targets ``y``: the sum of their mean squared
@@ -245,51 +256,6 @@ class HindsightLearner:
     def adam(self, params, lr: float) -> torch.optim.Adam:
         return torch.optim.Adam(params, lr=lr, fused=self.device.type == "cpu")
 
-    def step(self, optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
-        """Backward ``loss``, clip the optimiser's gradients to a norm of ``grad_clip``, step."""
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if self.grad_clip:
-            torch.nn.utils.clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]],
-                                           self.grad_clip)
-        optimizer.step()
-
-    # -- checkpointing -------------------------------------------------------------------------
-    def state_dict(self) -> dict:
-        state = {key: _state_of(getattr(self, key)) for key in (*self.STATE, "inputs", "rng")}
-        if self.memory is not None:
-            state["memory"] = self.memory.state_dict()
-        return {**state, "updates": self.updates}
-
-    def load_state_dict(self, state: dict) -> None:
-        for key in (*self.STATE, "inputs", "rng"):
-            _restore(getattr(self, key), state[key])
-        if "memory" in state and self.memory is not None:
-            self.memory.load_state_dict(state["memory"])
-        self.updates = int(state["updates"])
-
-
-def _state_of(obj: Any) -> Any:
-    """A checkpointable copy of a module, optimiser, tensor or generator (plain data and tensors only)."""
-    if isinstance(obj, np.random.Generator):
-        return obj.bit_generator.state
-    if isinstance(obj, torch.Generator):
-        return obj.get_state()
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().clone()
-    return obj.state_dict()
-
-
-def _restore(obj: Any, state: Any) -> None:
-    if isinstance(obj, np.random.Generator):
-        obj.bit_generator.state = state
-    elif isinstance(obj, torch.Generator):
-        obj.set_state(state)
-    elif isinstance(obj, torch.Tensor):
-        with torch.no_grad():
-            obj.copy_(state)
-    else:
-        obj.load_state_dict(state)
 
 
 PAPER_HORIZON, PAPER_EPISODES = 50, 16  # the HER paper's cycle: 16 episodes of 50 steps, 40 updates

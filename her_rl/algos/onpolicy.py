@@ -1,9 +1,8 @@
 """The on-policy learner base: what REINFORCE, PPO and RND-PPO share.
 
-A learner is a dataclass of its hyperparameters: the fields are the constructor's keywords, so the
-config keys the registry accepts are read from them, and ``RULES`` (config key -> rule) says what
-each may be. :class:`OnPolicyLearner` declares the keys every policy-gradient learner has and builds
-what they all act and learn with:
+A learner is a dataclass of its hyperparameters (the shared base, her_rl/algos/base.py, says how its
+keys and checkpoint state are declared). :class:`OnPolicyLearner` declares the keys every
+policy-gradient learner has and builds what they all act and learn with:
 
     envs       ``num_envs`` copies in one NEXT_STEP-autoreset vector env, collected from by a
                :class:`~her_rl.algos.rollout.RolloutCollector`;
@@ -16,53 +15,52 @@ what they all act and learn with:
     resume     a checkpoint holds the episodes in progress (``CONTINUES_EPISODES``: the env's state
                too, see :mod:`her_rl.envs.state`), so a resumed run ends as one that never stopped.
 
-A learner names itself (``NAME``, its registry name), adds its keys as fields and their rules, and
-writes ``build`` (optimisers, anything else it trains) and ``train_iteration``.
+A learner names itself (``NAME``, its registry name), adds its keys as fields and their rules and its
+checkpoint entries to ``STATE``, and writes ``build`` (optimisers, anything else it trains) and
+``train_iteration``.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
 
 import numpy as np
 import torch
-import torch.nn as nn
 
 from her_rl.agent import IterationResult
-from her_rl.algos.rollout import ObsProcessor, Policy, Rollout, RolloutCollector, check_spaces
+from her_rl.algos.base import Learner
+from her_rl.algos.rollout import ActorNet, ObsProcessor, Rollout, RolloutCollector, check_spaces
 from her_rl.envs import make_vec
-from her_rl.registry import RUNTIME_ARGS
 from her_rl.rl.success import SuccessRule
 from her_rl.rl.losses import EntropyLoss
-from her_rl.rl.nets import mlp
-from her_rl.rules import (ACTIVATION, BOOL, GRAD_NORM, HIDDEN, MAX_ENVS, NON_NEGATIVE, POSITIVE, Rule, check_values,
-                          integer, real)
+from her_rl.rl.nets import ACTIVATIONS, mlp
+from her_rl.rules import BOOL, GRAD_NORM, HIDDEN, MAX_ENVS, NON_NEGATIVE, POSITIVE, Rule, choice, integer, real
 
 PG_RULES: dict[str, Rule] = {  # every on-policy learner's keys
     "num_envs": integer(1, MAX_ENVS), "lr": POSITIVE, "ent_coef": NON_NEGATIVE, "max_grad_norm": GRAD_NORM,
-    "hidden": HIDDEN, "activation": ACTIVATION, "normalize_obs": BOOL, "obs_clip": POSITIVE,
+    "hidden": HIDDEN, "activation": choice(*ACTIVATIONS), "normalize_obs": BOOL, "obs_clip": POSITIVE,
     "log_std_init": real(),
 }
 
 
 @dataclass(eq=False)
-class OnPolicyLearner:
+class OnPolicyLearner(Learner):
     """An on-policy learner: ``act``, ``train_iteration``, ``state_dict`` (see the module's docstring)."""
 
     NAME: ClassVar[str] = "onpolicy"
     RULES: ClassVar[dict[str, Rule]] = PG_RULES
     VALUE_HEADS: ClassVar[int] = 1
     """Critic outputs, one per return the learner estimates."""
-    CONTINUES_EPISODES: ClassVar[bool] = True
-    """Whether episodes run on from one iteration into the next, so that checkpoints save them
-    (a learner whose iterations start with seeded resets has nothing to save)."""
+    STATE: ClassVar[tuple[str, ...]] = ("actor", "optimizer", "obs_proc", "generator", "global_step", "iteration",
+                                        "critic", "collector")
+    """The training episodes in progress (``collector``) are saved where they run on from one iteration
+    into the next; a learner whose iterations start with seeded resets leaves them out."""
+    SAVED_AS = {"actor": "policy", "obs_proc": "obs_rms", "generator": "gen"}
+    OPTIONAL = ("collector",)  # earlier versions saved no episodes: they restart, with a warning
+    CLIP_KEY = "max_grad_norm"
 
-    env: dict[str, Any]
-    seed: int = 0
-    device: str = "cpu"
-    inference: bool = False
     num_envs: int = 8
     """Parallel envs (one gymnasium sync vector env)."""
     lr: float = 1e-3
@@ -82,34 +80,22 @@ class OnPolicyLearner:
     log_std_init: float = 0.0
     """Continuous actions: initial log std (actions live in a [-1, 1] box)."""
 
-    @classmethod
-    def check_config(cls, values: dict[str, Any]) -> None:
-        """Raise a one-line ConfigError unless ``values`` (config keys) meet the rules; keys
-        without a rule are left to the registry's key check."""
-        check_values(cls.RULES, values)
-
     def __post_init__(self) -> None:
-        self.check_config(self.hyperparameters())
-        self.device = torch.device(self.device)
-        self.envs, self.obs_proc, self.policy, critic = make_actor_critic(
+        super().__post_init__()
+        self.envs, self.obs_proc, actor, critic = make_actor_critic(
             self.NAME, self.env, self.num_envs, self.seed, self.normalize_obs, self.obs_clip, self.hidden,
             self.activation, self.log_std_init, value_heads=self.VALUE_HEADS if self.has_critic() else None,
             inference=self.inference)
-        self.policy = self.policy.to(self.device)
+        self.actor = actor.to(self.device)
         self.critic = None if critic is None else critic.to(self.device)
         self.entropy_loss = EntropyLoss()
-        self.gen = torch.Generator(device=self.device).manual_seed(int(self.seed))
         self.collector = None if self.inference else RolloutCollector(
-            self.envs, self.obs_proc, self.policy, self.seed, self.device)
+            self.envs, self.obs_proc, self.actor, self.seed, self.device)
         if self.collector is not None:
             self.collector.success = SuccessRule(self.env.get("success_key"))
         self.global_step = 0
         self.iteration = 0
         self.build()
-
-    def hyperparameters(self) -> dict[str, Any]:
-        """The config keys and their values: every field but the runner's own arguments."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in RUNTIME_ARGS}
 
     # -- what a learner writes -----------------------------------------------------------------
     def has_critic(self) -> bool:
@@ -126,23 +112,14 @@ class OnPolicyLearner:
 
     # -- acting and learning -------------------------------------------------------------------
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(actions, log_probs)`` from the policy, drawn with the learner's own generator."""
-        return self.policy.sample(obs, self.gen)
+        """``(actions, log_probs)`` from the actor, drawn with the learner's own generator."""
+        return self.actor.sample(obs, self.generator)
 
     @torch.no_grad()
     def act(self, obs, explore: bool = False) -> np.ndarray:
         x = obs_for_act(self.obs_proc, obs, self.device)
-        a = self.sample(x)[0] if explore else self.policy.greedy(x)
-        return self.policy.to_env(a)
-
-    def step(self, optimizer: torch.optim.Optimizer, loss: torch.Tensor, clip: bool = True) -> None:
-        """Backward ``loss``, clip the optimiser's gradients to a norm of ``max_grad_norm``, step."""
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip and self.max_grad_norm:
-            nn.utils.clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]],
-                                     self.max_grad_norm)
-        optimizer.step()
+        a = self.sample(x)[0] if explore else self.actor.greedy(x)
+        return self.actor.to_env(a)
 
     def finish(self, ro: Rollout, metrics: dict[str, float]) -> IterationResult:
         """Count the rollout's env steps and report it with the iteration's metrics."""
@@ -153,37 +130,17 @@ class OnPolicyLearner:
                                episode_any_successes=ro.episode_any_successes)
 
     # -- checkpoints ---------------------------------------------------------------------------
-    def state_dict(self) -> dict:
-        """Networks, optimiser, observation statistics, counters, the sampling RNG and (when
-        ``CONTINUES_EPISODES``) the training episodes in progress."""
-        state = {"policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
-                 "obs_rms": self.obs_proc.state_dict(), "gen": self.gen.get_state(),
-                 "global_step": self.global_step, "iteration": self.iteration}
-        if self.critic is not None:
-            state["critic"] = self.critic.state_dict()
-        if self.collector is not None and self.CONTINUES_EPISODES:
-            state["collector"] = self.collector.state_dict()
-        return state
-
     def load_state_dict(self, state: dict) -> None:
-        self.policy.load_state_dict(state["policy"])
-        if self.critic is not None:
-            self.critic.load_state_dict(state["critic"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.obs_proc.load_state_dict(state["obs_rms"])
-        self.gen.set_state(state["gen"])
-        self.global_step, self.iteration = int(state["global_step"]), int(state["iteration"])
-        if self.collector is not None and self.CONTINUES_EPISODES:
-            self._load_episodes(state.get("collector"))
-
-    def _load_episodes(self, saved: dict | None) -> None:
-        """Continue the saved training episodes, or say in one line why they restart."""
-        if saved is None:
-            why = "the checkpoint holds no training episodes (written by an earlier version)"
-        elif self.collector.load_state_dict(saved):
+        """The declared entries; training episodes that cannot continue are said in one line."""
+        super().load_state_dict(state)
+        if self.collector is None or "collector" not in self.STATE:
             return
-        else:
+        if "collector" not in state:
+            why = "the checkpoint holds no training episodes (written by an earlier version)"
+        elif state["collector"]["envs"] is None:  # the collector left its fresh episodes as they were
             why = f"the state of env '{self.env['id']}' cannot be saved"
+        else:
+            return
         print(f"her-run: warning: {why}: the resumed training episodes restart, so this run will not end "
               "exactly as one that never stopped", file=sys.stderr, flush=True)
 
@@ -195,7 +152,7 @@ def iteration_seed(seed: int, iteration: int) -> int:
 
 def make_actor_critic(algo: str, env: dict, num_envs: int, seed: int, normalize_obs: bool, obs_clip: float,
                       hidden, activation: str, log_std_init: float, value_heads: int | None, inference: bool = False):
-    """The training envs, observation processor, policy and (if ``value_heads``) critic of an on-policy
+    """The training envs, observation processor, actor and (if ``value_heads``) critic of an on-policy
     algorithm. Networks are initialised from ``seed`` alone, whatever the global torch RNG holds.
     ``inference``: one env copy is built only to read the spaces, then closed; no envs are returned."""
     envs = make_vec(env, 1 if inference else int(num_envs), seed)
@@ -207,14 +164,14 @@ def make_actor_critic(algo: str, env: dict, num_envs: int, seed: int, normalize_
         envs = None
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
-        policy = Policy(obs_proc.dim, action_space, hidden, activation, True, log_std_init)
+        actor = ActorNet(obs_proc.dim, action_space, hidden, activation, True, log_std_init)
         critic = (mlp(obs_proc.dim, value_heads, hidden, activation, ortho_init=True, out_gain=1.0)
                   if value_heads else None)
-    return envs, obs_proc, policy, critic
+    return envs, obs_proc, actor, critic
 
 
 def obs_for_act(obs_proc: ObsProcessor, obs, device) -> torch.Tensor:
-    """Raw vector-env observations -> policy input for ``act`` (stats are never updated here)."""
+    """Raw vector-env observations -> actor input for ``act`` (stats are never updated here)."""
     return torch.from_numpy(obs_proc.normalize(obs_proc.flat(obs), update=False)).to(device)
 
 

@@ -24,7 +24,8 @@ from her_rl.algos.onpolicy import PG_RULES, OnPolicyLearner, explained_variance
 from her_rl.algos.rollout import Rollout
 from her_rl.errors import ConfigError
 from her_rl.rl.losses import ClipLoss
-from her_rl.rl.returns import gae
+from her_rl.rl.returns import whiten
+from her_rl.rl.updates import minibatches
 from her_rl.rules import BOOL, COUNT, NON_NEGATIVE, POSITIVE, UNIT, UNIT_OPEN_CLOSED, optional
 
 PPO_RULES = {  # PPO's keys, shared with RND-PPO
@@ -71,7 +72,7 @@ class PPOLearner(OnPolicyLearner):
                               "the env steps until lr/clip reach 0 (an integer >= 1)")
 
     def build(self) -> None:
-        self.params = list(self.policy.parameters()) + list(self.critic.parameters())
+        self.params = list(self.actor.parameters()) + list(self.critic.parameters())
         self.optimizer = torch.optim.Adam(self.params, lr=self.lr, eps=1e-5, fused=True)
         self.clip_loss = ClipLoss(self.clip_eps)
 
@@ -116,14 +117,10 @@ class PPOLearner(OnPolicyLearner):
         sums = {"pg": 0.0, "v": 0.0, "ent": 0.0, "kl": 0.0, "cf": 0.0}
         n = 0
         for _ in range(self.epochs):
-            perm = torch.randperm(B, generator=self.gen, device=self.device)
             kls = []
-            for start in range(0, B, self.minibatch_size):
-                mb = perm[start:start + self.minibatch_size]
-                logp, entropy = self.policy.evaluate(obs[mb], actions[mb])
-                a = adv[mb]
-                if self.norm_adv and len(mb) > 1:
-                    a = (a - a.mean()) / (a.std() + 1e-8)
+            for mb in minibatches(B, self.minibatch_size, self.generator):
+                logp, entropy = self.actor.evaluate(obs[mb], actions[mb])
+                a = whiten(adv[mb]) if self.norm_adv else adv[mb]
                 pg_loss = self.clip_loss(logp, old_logp[mb], a, eps=clip)
                 v_loss = 0.5 * ((self.critic(obs[mb]) - ret[mb]) ** 2).sum(-1).mean()
                 ent_loss = self.entropy_loss(entropy)
@@ -157,6 +154,5 @@ class PPO(PPOLearner):
     """Discount."""
 
     def _advantages(self, ro: Rollout) -> tuple[torch.Tensor, torch.Tensor, dict]:
-        term, dones = ro.gae_flags()
-        adv, ret = gae(ro.rewards, ro.values[:-1, :, 0], ro.values[1:, :, 0], term, dones, self.gamma, self.gae_lambda)
+        adv, ret = ro.gae(self.gamma, self.gae_lambda)
         return adv, ret.unsqueeze(-1), {}

@@ -27,7 +27,7 @@ from her_rl.agent import IterationResult
 from her_rl.algos.onpolicy import PG_RULES, OnPolicyLearner, explained_variance, iteration_seed
 from her_rl.algos.rollout import Rollout
 from her_rl.rl.losses import PGLoss
-from her_rl.rl.returns import gae
+from her_rl.rl.returns import whiten
 from her_rl.rules import BOOL, COUNT, POSITIVE, UNIT_OPEN_CLOSED, choice
 
 
@@ -36,7 +36,8 @@ class Reinforce(OnPolicyLearner):
     NAME = "reinforce"
     RULES = {**PG_RULES, "gamma": UNIT_OPEN_CLOSED, "baseline": choice("none", "critic"), "vf_lr": POSITIVE,
              "normalize_adv": BOOL, "max_episode_steps": COUNT}
-    CONTINUES_EPISODES = False  # every iteration starts with a seeded reset
+    # no "collector": every iteration starts with a seeded reset, so no episode runs on into the next
+    STATE = ("actor", "optimizer", "obs_proc", "generator", "global_step", "iteration", "critic", "vf_optimizer")
 
     num_envs: int = 4
     """Episodes per update, one per parallel env."""
@@ -60,23 +61,20 @@ class Reinforce(OnPolicyLearner):
         return self.baseline == "critic"
 
     def build(self) -> None:
-        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.lr)
-        if self.critic is not None:
-            self.vf_optimizer = torch.optim.Adam(self.critic.parameters(), lr=self.vf_lr)
+        self.optimizer = torch.optim.Adam(self.actor.parameters(), lr=self.lr)
+        self.vf_optimizer = None if self.critic is None else torch.optim.Adam(self.critic.parameters(), lr=self.vf_lr)
         self.pg_loss = PGLoss()
 
     def train_iteration(self, max_env_steps: int | None = None) -> IterationResult:
         ro = self.collector.collect(self.sample, self.critic, one_episode_each=True, max_steps=self.max_episode_steps,
                                     reset_seed=iteration_seed(self.seed, self.iteration))
-        term, dones = ro.gae_flags()
         # lambda = 1: A_t = sum_k gamma^k r_{t+k} (+ gamma^.. V(final) if truncated) - V(s_t)
-        adv, returns = gae(ro.rewards, ro.values[:-1, :, 0], ro.values[1:, :, 0], term, dones, self.gamma, 1.0)
+        adv, returns = ro.gae(self.gamma, 1.0)
         idx = ro.valid_index()
         obs = Rollout.take(ro.obs[:-1], idx)
         a = Rollout.take(adv, idx)
-        if self.normalize_adv and len(a) > 1:
-            a = (a - a.mean()) / (a.std() + 1e-8)
-        logp, entropy = self.policy.evaluate(obs, Rollout.take(ro.actions, idx))
+        a = whiten(a) if self.normalize_adv else a
+        logp, entropy = self.actor.evaluate(obs, Rollout.take(ro.actions, idx))
         pg_loss = self.pg_loss(logp, a)
         ent_loss = self.entropy_loss(entropy)
         self.step(self.optimizer, pg_loss + self.ent_coef * ent_loss)
@@ -89,14 +87,3 @@ class Reinforce(OnPolicyLearner):
             metrics["losses/value_loss"] = v_loss.item()
             metrics["losses/explained_variance"] = explained_variance(Rollout.take(ro.values[:-1, :, 0], idx), ret)
         return self.finish(ro, metrics)
-
-    def state_dict(self) -> dict:
-        state = super().state_dict()
-        if self.critic is not None:
-            state["vf_optimizer"] = self.vf_optimizer.state_dict()
-        return state
-
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
-        if self.critic is not None:
-            self.vf_optimizer.load_state_dict(state["vf_optimizer"])

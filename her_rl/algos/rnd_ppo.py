@@ -30,7 +30,7 @@ from her_rl.agent import IterationResult
 from her_rl.algos.ppo import PPO_RULES, PPOLearner
 from her_rl.algos.rollout import Rollout
 from her_rl.errors import ConfigError
-from her_rl.rl.returns import gae
+from her_rl.rl.updates import minibatches
 from her_rl.rl.rnd import RND
 from her_rl.rules import BOOL, COUNT, HIDDEN, NON_NEGATIVE, POSITIVE, UNIT_OPEN_CLOSED, integer
 
@@ -45,6 +45,8 @@ class RNDPPO(PPOLearner):
         "predictor_fraction": UNIT_OPEN_CLOSED, "rnd_init_steps": integer(0), "rnd_whiten": BOOL,
         "int_norm_decay": UNIT_OPEN_CLOSED,
     }
+
+    STATE = (*PPOLearner.STATE, "rnd", "rnd.optimizer", "rnd.rng", "pending_steps")
 
     # Defaults tuned for MountainCar-v0 (conf/tuned/rnd_ppo_mountaincar.yaml anneals the learning rate,
     # conf/tuned/rnd_ppo_deep_sea.yaml sets several keys for deep sea); PPO keys in rl-zoo's MountainCar layout.
@@ -104,21 +106,21 @@ class RNDPPO(PPOLearner):
         self.rnd = RND(self.obs_proc.dim, self.rnd_hidden, self.rnd_embed_dim, lr=self.rnd_lr, gamma_int=self.gamma_int,
                        memory_capacity=0, device=self.device, seed=int(self.seed), whiten_inputs=self.rnd_whiten,
                        ret_norm_decay=self.int_norm_decay)
-        self._pending_steps = 0
+        self.pending_steps = 0  # the random-policy steps below, reported with the first iteration's
         # Input statistics from a uniformly random policy; without whitening nothing reads them,
         # so the steps would be spent for nothing.
         if self.rnd_init_steps > 0 and self.rnd_whiten and self.collector is not None:
             ro = self.collector.collect(self._random_actions, None, self.rnd_init_steps, self.VALUE_HEADS)
             self.rnd.update_obs_stats(ro.obs_raw[1:][ro.valid])
-            self._pending_steps = ro.env_steps
+            self.pending_steps = ro.env_steps
 
     def _random_actions(self, obs: torch.Tensor):
         n = obs.shape[0]
-        if self.policy.discrete:
-            a = torch.randint(self.policy.net[-1].out_features, (n,), generator=self.gen, device=self.device)
+        if self.actor.discrete:
+            a = torch.randint(self.actor.net[-1].out_features, (n,), generator=self.generator, device=self.device)
         else:
-            dim = self.policy.log_std.shape[0]
-            a = torch.rand(n, dim, generator=self.gen, device=self.device) * 2 - 1
+            dim = self.actor.log_std.shape[0]
+            a = torch.rand(n, dim, generator=self.generator, device=self.device) * 2 - 1
         return a, torch.zeros(n, device=self.device)
 
     def _advantages(self, ro: Rollout):
@@ -128,12 +130,8 @@ class RNDPPO(PPOLearner):
         r_raw = self.rnd.intrinsic_reward(next_raw.reshape(-1, next_raw.shape[-1])).reshape(valid.shape)
         r_raw = r_raw * valid
         r_int = self.rnd.normalize_rewards(r_raw)
-        term, dones = ro.gae_flags()
-        adv_ext, ret_ext = gae(ro.rewards, ro.values[:-1, :, 0], ro.values[1:, :, 0], term, dones,
-                               self.gamma_ext, self.gae_lambda)
-        never = torch.zeros_like(ro.terminated)
-        adv_int, ret_int = gae(r_int, ro.values[:-1, :, 1], ro.values[1:, :, 1], never, never,
-                               self.gamma_int, self.gae_lambda)
+        adv_ext, ret_ext = ro.gae(self.gamma_ext, self.gae_lambda)
+        adv_int, ret_int = ro.gae(self.gamma_int, self.gae_lambda, head=1, rewards=r_int, episodic=False)
         adv = self.ext_coef * adv_ext + self.int_coef * adv_int
         n_valid = max(int(valid.sum()), 1)
         metrics = {"charts/intrinsic_reward": float(r_int[valid].sum()) / n_valid,
@@ -144,34 +142,16 @@ class RNDPPO(PPOLearner):
         x = Rollout.take(ro.obs_raw[1:], index)  # the true next observations of the real transitions
         losses = []
         for _ in range(self.epochs):
-            perm = torch.randperm(x.shape[0], generator=self.gen, device=self.device)
-            for start in range(0, x.shape[0], self.minibatch_size):
-                loss = self.rnd.predictor_loss(x[perm[start:start + self.minibatch_size]], self.predictor_fraction)
-                self.rnd.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                self.rnd.optimizer.step()
+            for mb in minibatches(x.shape[0], self.minibatch_size, self.generator):
+                loss = self.rnd.predictor_loss(x[mb], self.predictor_fraction)
+                self.step(self.rnd.optimizer, loss, clip=False)
                 losses.append(loss.item())
         return {"losses/predictor_loss": sum(losses) / max(len(losses), 1)}
 
     def train_iteration(self, max_env_steps: int | None = None) -> IterationResult:
         result = super().train_iteration()
-        result.env_steps += self._pending_steps  # the random-policy steps taken at construction
-        self.global_step += self._pending_steps
-        self._pending_steps = 0
+        result.env_steps += self.pending_steps  # the random-policy steps taken at construction
+        self.global_step += self.pending_steps
+        self.pending_steps = 0
         return result
-
-    def state_dict(self) -> dict:
-        state = super().state_dict()
-        state["rnd"] = self.rnd.state_dict()
-        state["rnd_optimizer"] = self.rnd.optimizer.state_dict()
-        state["rnd_rng"] = self.rnd.rng.bit_generator.state
-        state["pending_steps"] = self._pending_steps
-        return state
-
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
-        self.rnd.load_state_dict(state["rnd"])
-        self.rnd.optimizer.load_state_dict(state["rnd_optimizer"])
-        self.rnd.rng.bit_generator.state = state["rnd_rng"]
-        self._pending_steps = int(state["pending_steps"])
 

@@ -4,7 +4,7 @@
   (goal envs: ``observation`` and ``desired_goal`` concatenated; Discrete observations one-hot)
   and optionally whitens it with running statistics (updated only while collecting, never in
   ``act``).
-* :class:`Policy` is the actor for a ``Discrete`` or ``Box`` action space, built from the shared
+* :class:`ActorNet` is the actor for a ``Discrete`` or ``Box`` action space, built from the shared
   ``mlp`` and action classes; :func:`check_spaces` rejects other spaces with a ConfigError.
 * :class:`RolloutCollector` steps a vector env and returns a :class:`Rollout`; its ``state_dict``
   holds the episodes in progress (with the env's state where it can be saved: resume continues them).
@@ -42,6 +42,7 @@ from her_rl.errors import ConfigError
 from her_rl.rl.actions import ContinuousAction, DiscreteAction
 from her_rl.rl.nets import mlp
 from her_rl.rl.normalize import RunningMeanStd
+from her_rl.rl.returns import gae
 from her_rl.rl.success import SuccessRule
 
 
@@ -104,7 +105,7 @@ class ObsProcessor:
             self.rms.load_state_dict(state)
 
 
-class Policy(nn.Module):
+class ActorNet(nn.Module):
     """Actor network: categorical over a Discrete space, diagonal Gaussian over a Box space.
 
     Gaussian actions live in a unit box: the env receives ``center + scale * a`` clipped to the
@@ -195,6 +196,15 @@ class Rollout:
         """``(terminated, dones)`` for :func:`her_rl.rl.returns.gae` with invalid steps cut off."""
         return self.terminated | ~self.valid, self.dones | ~self.valid
 
+    def gae(self, gamma: float, lam: float, head: int = 0, rewards: torch.Tensor | None = None,
+            episodic: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(advantages, returns)`` [T, N] of value head ``head`` (see :func:`her_rl.rl.returns.gae`), of
+        the env's rewards or ``rewards``; not ``episodic``: the recursion runs through episode ends
+        (RND's intrinsic return)."""
+        term, dones = self.gae_flags() if episodic else (torch.zeros_like(self.terminated),) * 2
+        return gae(self.rewards if rewards is None else rewards, self.values[:-1, :, head], self.values[1:, :, head],
+                   term, dones, gamma, lam)
+
     def valid_index(self) -> torch.Tensor:
         """Flat indices (``t * N + n``) of the real transitions: only they enter the losses."""
         return torch.nonzero(self.valid.reshape(-1)).squeeze(-1)
@@ -210,14 +220,14 @@ ValueFn = Callable[[torch.Tensor], torch.Tensor]
 
 
 class RolloutCollector:
-    """Steps a NEXT_STEP-autoreset vector env with a policy and records :class:`Rollout` s."""
+    """Steps a NEXT_STEP-autoreset vector env with an actor and records :class:`Rollout` s."""
 
-    def __init__(self, envs: gym.vector.VectorEnv, obs_proc: ObsProcessor, policy: Policy, seed: int | None,
+    def __init__(self, envs: gym.vector.VectorEnv, obs_proc: ObsProcessor, actor: ActorNet, seed: int | None,
                  device: str | torch.device = "cpu"):
         mode = envs.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
         if mode != gym.vector.AutoresetMode.NEXT_STEP:
             raise ConfigError(f"on-policy collection needs NEXT_STEP autoreset vector envs, got {mode}")
-        self.envs, self.obs_proc, self.policy, self.device = envs, obs_proc, policy, torch.device(device)
+        self.envs, self.obs_proc, self.actor, self.device = envs, obs_proc, actor, torch.device(device)
         self.num_envs = envs.num_envs
         self.seed = seed
         self.success = SuccessRule()  # an info key of SUCCESS_KEYS at the episode's last step (set by the learner)
@@ -273,7 +283,7 @@ class RolloutCollector:
         for _ in range(num_steps):
             obs_t = self._tensor(self.obs_proc.normalize(self._obs, update=True))
             actions, logp = act_fn(obs_t)
-            next_obs, rew, term, trunc, infos = self.envs.step(self.policy.to_env(actions))
+            next_obs, rew, term, trunc, infos = self.envs.step(self.actor.to_env(actions))
             valid = ~self._prev_done & ~finished
             rew = np.where(valid, np.asarray(rew, dtype=np.float64), 0.0)
             term, trunc = np.asarray(term) & valid, np.asarray(trunc) & valid

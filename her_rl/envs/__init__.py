@@ -20,7 +20,7 @@ from her_rl.envs.drag import DragEnv, DragVectorEnv
 from her_rl.envs.families import ensure_registered
 from her_rl.envs.fetch import GoalVectorEnv, cache_joint_lookups
 from her_rl.envs.push import PushEnv, PushVectorEnv
-from her_rl.envs.table import check_table_kwargs
+from her_rl.envs.table_settings import check_table_kwargs
 from her_rl.errors import ConfigError
 
 _OURS = {
@@ -56,7 +56,7 @@ def _takes_limit(entry_point: Any) -> bool:
 
 def _not_made(env_id: str, given: dict[str, Any], exc: Exception) -> ConfigError:
     """Why the env could not be made: a missing package, an unknown id or kwargs the constructor refused
-    are the config's (the probe in her_rl.config words them); anything else the constructor raised
+    are the config's (the probe in her_rl.config.checks words them); anything else the constructor raised
     is the env's own fault, one line naming where."""
     if isinstance(exc, (gym.error.Error, ImportError)) or (isinstance(exc, (TypeError, ValueError)) and given):
         return ConfigError(f"cannot make env '{env_id}': {' '.join(str(exc).split())}")  # one line

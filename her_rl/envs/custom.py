@@ -17,7 +17,7 @@ from typing import Iterable
 
 import gymnasium as gym
 
-from her_rl.envs.families import split_id  # noqa: F401  (also importable from here)
+from her_rl.envs.families import split_id
 from her_rl.errors import ConfigError
 
 MISSING = "???"  # OmegaConf's mandatory value, as a resolved config holds it (env=gym's id)

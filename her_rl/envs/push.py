@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from her_rl.envs.table import TableEnv, TableVectorEnv, check_table_kwargs, compute_reward
+from her_rl.envs.table import TableEnv, TableVectorEnv
+from her_rl.envs.table_core import compute_reward
+from her_rl.envs.table_settings import check_table_kwargs
 from her_rl.envs.table_core import TableCore, sq_len
 
 

@@ -17,10 +17,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from her_rl.envs.table_core import (  # noqa: F401  (re-exported)
-    COMPASS, GRIP, OBS_DIM, RELEASE, TableCore, compute_reward,
-)
-from her_rl.envs.table_settings import DEFAULTS, DRAG_DEFAULTS, check_table_kwargs  # noqa: F401  (re-exported)
+from her_rl.envs.table_core import TableCore
 
 
 def _spaces(core: TableCore) -> tuple[spaces.Dict, spaces.Space]:

@@ -27,6 +27,7 @@ from her_rl.errors import ConfigError
 from her_rl.rl.her import HindsightMemory
 from her_rl.rl.normalize import RunningMeanStd
 from her_rl.rl.success import EpisodeSuccess, SuccessRule, reward_probe
+from her_rl.envs.families import split_id
 
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 ARRAY_SPACES = (spaces.Box, spaces.MultiBinary)  # what a goal (and the observation beside it) may be
@@ -70,8 +71,6 @@ def episode_horizon(envs: gym.vector.VectorEnv, env_cfg: dict[str, Any]) -> int 
     limits = [int(x) for x in limits if x]
     if limits:
         return min(limits)
-    from her_rl.envs.custom import split_id  # here: the envs package sits above the building blocks
-
     name = split_id(env_cfg.get("id", ""))[1]
     spec = gym.spec(name) if name in gym.registry else None
     return int(spec.max_episode_steps) if spec is not None and spec.max_episode_steps else None

@@ -11,7 +11,7 @@ __all__ = ["Critic", "ElementwiseQ", "EnsembleCritic", "mlp"]
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU,
                 "leaky_relu": nn.LeakyReLU, "silu": nn.SiLU}
-ACTIVATIONS = tuple(sorted(_ACTIVATIONS))  # the names mlp() takes (config rule: her_rl.rules.ACTIVATION)
+ACTIVATIONS = tuple(sorted(_ACTIVATIONS))  # the names mlp() takes (the on-policy learners' config rule)
 
 
 def _activation_cls(activation) -> type:

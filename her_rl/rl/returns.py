@@ -1,4 +1,4 @@
-"""Discounted returns, a per-episode reward container, and GAE(lambda)."""
+"""Discounted returns, a per-episode reward container, GAE(lambda) and advantage whitening."""
 from __future__ import annotations
 
 from typing import Any
@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["discounted_returns", "Rewards", "gae"]
+__all__ = ["discounted_returns", "Rewards", "gae", "whiten"]
 
 
 def _as_tensor(x: Any, dtype=torch.float32) -> torch.Tensor:
@@ -129,3 +129,8 @@ def gae(rewards, values, next_values, terminated, dones, gamma: float, lam: floa
             last = delta[t] + gamma * lam * cont[t] * last
             adv[t] = last
         return adv, adv + v
+
+
+def whiten(x: torch.Tensor) -> torch.Tensor:
+    """``x`` standardised over its elements (advantages over a batch); one element is left as it is."""
+    return (x - x.mean()) / (x.std() + 1e-8) if len(x) > 1 else x

@@ -1,5 +1,6 @@
-"""Pieces of an off-policy gradient update that every learner shares: modules frozen for an actor's
-step, Polyak-averaged targets, mixed precision, and targets clipped to the range a sparse reward allows."""
+"""Pieces of a gradient update that learners share: modules frozen for an actor's step, the bootstrapped
+TD target, Polyak-averaged targets, mixed precision, targets clipped to the range a sparse reward allows,
+and the shuffled minibatches of an on-policy epoch."""
 
 from __future__ import annotations
 
@@ -19,6 +20,13 @@ def frozen(*modules: torch.nn.Module) -> Iterator[None]:
     finally:
         for module in modules:
             module.requires_grad_(True)
+
+
+def td_target(reward: torch.Tensor, discount: torch.Tensor, not_done: torch.Tensor,
+              q_next: torch.Tensor) -> torch.Tensor:
+    """``reward + discount * not_done * q_next``: the one-step (``discount`` = gamma) or n-step (gamma^m)
+    bootstrapped target; ``not_done`` is 0 where the env terminated, so truncation is bootstrapped."""
+    return reward + discount * not_done * q_next
 
 
 @torch.no_grad()
@@ -48,4 +56,11 @@ def clip_to_return_range(target: torch.Tensor, gamma: float,
     return target.clamp(lowest, highest)
 
 
-__all__ = ["clip_to_return_range", "frozen", "polyak_update", "update_precision"]
+def minibatches(size: int, minibatch_size: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
+    """One epoch: the indices ``0 .. size - 1`` shuffled with ``generator``, in slices of ``minibatch_size``."""
+    perm = torch.randperm(size, generator=generator, device=generator.device)
+    for start in range(0, size, minibatch_size):
+        yield perm[start:start + minibatch_size]
+
+
+__all__ = ["clip_to_return_range", "frozen", "minibatches", "polyak_update", "td_target", "update_precision"]

@@ -1,0 +1,314 @@
+"""Where a FetchPush training run spends its wall time, and how fast each side collects and updates.
+
+:func:`phase_profile` runs ``her-run`` for a few iterations with a :class:`PhaseClock` wrapped
+around the calls of one iteration (env steps, acting, storing, normalisation, relabelled sampling,
+batch tensors, the update's forward, backward and Adam step, Polyak, evaluation, checkpointing,
+logging, the non-finite guard). Every wall second lands in exactly one phase, the innermost one
+running; what no wrapped call covers is the loop's own Python.
+
+:func:`ours_side` and :func:`sb3_side` build the learners :func:`time_sides` times, the two halves
+of training apart: env steps of collection with the exploring policy (storing into the replay
+memory included), then gradient steps on relabelled batches, for our learners (built from their
+``her-run`` config, tuned file included) and for Stable-Baselines3 learners with HER (SAC with our
+net and batch, and rl-zoo's TQC recipe for FetchPush). SB3 and sb3-contrib are imported only there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Sequence
+from unittest import mock
+
+ROOT = "Python glue (loop, cycle)"
+ENV = "env stepping (MuJoCo)"
+EVAL = "evaluation (greedy episodes)"
+
+class PhaseClock:
+    """Exclusive wall time by phase: while a wrapped call runs, time goes to its phase, except
+    while a call wrapped inside it runs; inside an ``opaque`` phase nested wrappers charge nothing."""
+
+    def __init__(self, root: str = ROOT, clock: Callable[[], float] = time.perf_counter):
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self.stack, self.opaque, self.clock = [root], set(), clock
+        self.mark = clock()
+        self._undo: list[tuple[Any, str, Any, bool]] = []
+
+    def _switch(self) -> None:
+        now = self.clock()
+        self.seconds[self.stack[-1]] += now - self.mark
+        self.mark = now
+
+    def start(self) -> None:
+        self.mark = self.clock()
+
+    def stop(self) -> None:
+        self._switch()
+
+    def wrap(self, owner: Any, attr: str, phase: str, opaque: bool = False) -> None:
+        """Time every call of ``owner.attr`` (an instance's method, a class's or a module's function)."""
+        fn, had = getattr(owner, attr), attr in vars(owner)
+        if opaque:
+            self.opaque.add(phase)
+
+        def timed(*args, **kwargs):
+            if self.stack[-1] in self.opaque:
+                return fn(*args, **kwargs)
+            self._switch()
+            self.stack.append(phase)
+            self.calls[phase] += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._switch()
+                self.stack.pop()
+
+        setattr(owner, attr, timed)
+        self._undo.append((owner, attr, fn, had))
+
+    def restore(self) -> None:
+        for owner, attr, fn, had in reversed(self._undo):
+            setattr(owner, attr, fn) if had else delattr(owner, attr)
+        self._undo.clear()
+
+
+def instrument(clock: PhaseClock, trainer: Any) -> None:
+    """Wrap the calls of a hindsight learner's iteration and of the trainer's loop around it."""
+    import torch
+
+    import her_rl.algos.hindsight as hindsight
+
+    agent, w = trainer.agent, clock.wrap
+    w(agent.envs, "step", ENV)
+    w(agent.envs, "reset", ENV)
+    w(agent, "act", "acting: inputs, actor forward, noise")
+    w(agent, "collect", "collection: episode arrays")
+    w(agent, "remember", "store episodes")
+    w(agent.inputs, "update", "normalisation statistics")
+    w(agent.memory, "sample", "relabel + replay sample")
+    w(agent, "tensors", "batch tensors + input normalisation")
+    w(agent, "update", "update: forward, losses")
+    w(torch.Tensor, "backward", "update: backward")
+    for value in list(vars(agent).values()):
+        if isinstance(value, torch.optim.Optimizer):
+            w(value, "step", "update: Adam step")
+            w(value, "zero_grad", "update: Adam step")
+    w(hindsight, "polyak_update", "target Polyak step")
+    w(trainer, "evaluate", EVAL, opaque=True)
+    w(trainer, "save", "checkpointing")
+    w(trainer.logger, "scalars", "logging, progress")
+    w(trainer.progress, "update", "logging, progress")
+    w(trainer.guard, "find_nonfinite", "non-finite guard")
+    w(trainer.guard, "remember_good", "non-finite guard")
+
+
+@dataclass
+class Phases:
+    iterations: int
+    env_steps: int
+    wall_s: float
+    seconds: dict[str, float]
+    calls: dict[str, int]
+
+
+def phase_profile(overrides: Sequence[str], out: str) -> Phases:
+    """``her-run <overrides>`` into ``out`` with every phase of its training loop timed."""
+    from her_rl.config.compose import compose
+    from her_rl.run.runner import run
+    from her_rl.run.trainer import Trainer
+
+    clock, train = PhaseClock(), Trainer.train
+
+    def timed_train(self: Trainer) -> bool:
+        instrument(clock, self)
+        clock.start()
+        try:
+            return train(self)
+        finally:
+            clock.stop()
+            clock.restore()
+
+    with mock.patch.object(Trainer, "train", timed_train), contextlib.redirect_stdout(sys.stderr):
+        results = run(compose(list(overrides)), out_dir=out)  # the run's own lines on stderr: tables on stdout
+    wall = sum(clock.seconds.values())
+    return Phases(int(results["iterations"]), int(results["env_steps"]), wall, dict(clock.seconds), dict(clock.calls))
+
+
+def phase_lines(p: Phases) -> list[str]:
+    from bench.tables import head, line
+
+    rows = [head(["phase", "calls / iteration", "ms / iteration", "share"], "lrrr")]
+    for phase, s in sorted(p.seconds.items(), key=lambda kv: -kv[1]):
+        calls = p.calls.get(phase)
+        rows.append(line([phase, "-" if calls is None else f"{calls / p.iterations:.3g}",
+                          f"{1000 * s / p.iterations:,.1f}", f"{100 * s / p.wall_s:.1f}%"]))
+    rows.append(line(["**all**", "", f"**{1000 * p.wall_s / p.iterations:,.1f}**", "100%"]))
+    return rows
+
+
+@dataclass
+class Side:
+    """One learner ready to be timed: ``collect(n)`` plays at least n env steps with the exploring
+    policy into its replay memory, ``learn(m)`` takes m gradient steps; each returns how many it did."""
+
+    side: str
+    learner: str
+    net: str
+    batch: int
+    collect: Callable[[int], int]
+    learn: Callable[[int], int]
+    close: Callable[[], None] = lambda: None
+    threads: int = 1
+    """torch threads while this side is timed (the setting is process-wide, so it is set per side)."""
+
+
+@dataclass
+class Rate:
+    side: str
+    learner: str
+    net: str
+    batch: int
+    env_steps_per_s: float | None
+    updates_per_s: float | None
+
+
+def ours_side(algo: str, seed: int = 0, vectorization: str = "sync", joint_cache: bool = True,
+              overrides: Sequence[str] = ()) -> Side:
+    """One of our learners on FetchPush, built from its ``her-run`` config (its tuned file too) and
+    ``overrides`` (``threads=2``, ``algo.hidden=[64,64,64]``, ...).
+    ``joint_cache=False``: the env copies read their joints by name, as gymnasium-robotics does."""
+    import torch
+
+    from her_rl.run.build import make_agent
+    from her_rl.config.checks import resolved, validate
+    from her_rl.envs.fetch import CachedJointUtils
+    from her_rl.config.compose import compose
+
+    cfg = compose([f"algo={algo}", "env=fetch_push", f"seed={seed}", f"env.vectorization={vectorization}", *overrides])
+    validate(cfg)  # an override her-run would refuse is refused here, in the same words
+    config = resolved(cfg)
+    threads = int(config["threads"])
+    torch.set_num_threads(threads)  # building allocates; time_sides sets it again for each turn
+    agent = make_agent(config, "cpu")
+    if not joint_cache and vectorization == "sync":
+        for env in agent.envs.envs:
+            env.unwrapped._utils = sys.modules[CachedJointUtils.MODULE]
+
+    def collect(n: int) -> int:
+        done = 0
+        while done < n:
+            episodes = agent.collect()
+            agent.remember(episodes)
+            agent.inputs.update(episodes)
+            done += int(episodes["length"].sum())
+        return done
+
+    def learn(m: int) -> int:
+        for _ in range(m):
+            agent.learn()
+        return m
+
+    side = "ours" + ("" if vectorization == "sync" else f", {vectorization} env")
+    side += "" if joint_cache else ", joints by name"
+    side += "".join(f", {o}" for o in overrides if not o.startswith("algo.hidden="))  # the net has its column
+    return Side(side, algo, "x".join(map(str, agent.hidden)), agent.batch_size, collect, learn, agent.envs.close,
+                threads=threads)
+
+
+def sb3_side(kind: str, seed: int = 0) -> Side:
+    """SB3 SAC + HER with our net and batch (``sac``), or rl-zoo's TQC + HER for FetchPush (``tqc``):
+    collection is ``learn`` with no gradient step (the policy acts from the first step), updates are
+    ``train`` calls of one gradient step each, as SB3 trains at train_freq 1, gradient_steps 1."""
+    import torch
+
+    from bench import zoo
+
+    torch.set_num_threads(1)
+    settings = {**(zoo.SAC_HER if kind == "sac" else zoo.zoo_settings("FetchPush-v4")), "learning_starts": 0}
+    model = zoo.build(settings, "FetchPush-v4", {}, seed)
+    model.gradient_steps = 0  # learn() only collects; updates are timed apart
+
+    def collect(n: int) -> int:
+        model.learn(total_timesteps=n, reset_num_timesteps=False)
+        return n
+
+    def learn(m: int) -> int:
+        for _ in range(m):
+            model.train(gradient_steps=1, batch_size=model.batch_size)
+        return m
+
+    net = "x".join(map(str, settings["net_arch"]))
+    return Side("sb3", f"{kind.upper()} + HER", net, settings["batch_size"], collect, learn, model.env.close)
+
+
+@contextlib.contextmanager
+def every_core():
+    """Processes started inside may run on every core, whatever this one is pinned to (AsyncVectorEnv
+    workers inherit the affinity of the process that starts them)."""
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, pinned)
+
+
+def _per_second(fn: Callable[[int], int], count: int, chunk: int, max_s: float) -> float | None:
+    """Units per second of ``fn`` called ``chunk`` at a time until ``count`` are done or ``max_s`` passed."""
+    if count <= 0:
+        return None
+    done, start = 0, time.perf_counter()
+    while done < count and (done == 0 or time.perf_counter() - start < max_s):
+        done += fn(min(chunk, count - done))
+    return done / (time.perf_counter() - start)
+
+
+def time_sides(sides: Sequence[Side], steps: int, updates: int, repeats: int = 3,
+               learn_sides: Sequence[bool] | None = None, max_update_s: float = 20.0) -> list[Rate]:
+    """Best of ``repeats`` rounds; in each round every side collects ``steps`` env steps in one go,
+    then takes ``updates`` gradient steps (or as many as ``max_update_s`` seconds allow; a side with
+    ``learn_sides[i]`` false only collects), one side after the other, so that all see the same
+    background load. Each side first collects and learns a little untimed (first calls allocate;
+    HER samples whole episodes only)."""
+    import torch
+
+    learn_sides = [True] * len(sides) if learn_sides is None else list(learn_sides)
+    for side, learns in zip(sides, learn_sides):
+        torch.set_num_threads(side.threads)
+        side.collect(100)
+        if learns:
+            side.learn(2)
+    best = [[0.0, 0.0] for _ in sides]
+    for _ in range(repeats):
+        for i, (side, learns) in enumerate(zip(sides, learn_sides)):
+            torch.set_num_threads(side.threads)
+            best[i][0] = max(best[i][0], _per_second(side.collect, steps, steps, float("inf")) or 0.0)
+            if learns:
+                best[i][1] = max(best[i][1], _per_second(side.learn, updates, 1, max_update_s) or 0.0)
+    return [Rate(s.side, s.learner, s.net, s.batch, c or None, u or None) for s, (c, u) in zip(sides, best)]
+
+
+def load_average() -> str:
+    """The machine's load average over 1, 5 and 15 minutes: how busy the other cores were."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def rate_lines(rates: Sequence[Rate]) -> list[str]:
+    from bench.tables import fmt, head, line
+
+    rows = [head(["side", "learner", "net", "batch", "env steps/s", "updates/s"], "lllrrr")]
+    rows += [line([r.side, r.learner, r.net, r.batch, fmt(r.env_steps_per_s), fmt(r.updates_per_s, 1)]) for r in rates]
+    return rows
+
+
+def as_json(rates: Sequence[Rate], phases: dict[str, Phases]) -> dict[str, Any]:
+    return {"rates": [asdict(r) for r in rates], "phases": {k: asdict(v) for k, v in phases.items()}}
+
+
+__all__ = ["PhaseClock", "Phases", "Rate", "Side", "as_json", "every_core", "instrument", "load_average", "ours_side",
+           "phase_lines", "phase_profile", "rate_lines", "sb3_side", "time_sides"]

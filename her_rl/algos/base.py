@@ -1,0 +1,120 @@
+"""The learner base of both families: the hindsight learners (her_rl/algos/hindsight.py) and the
+on-policy ones (her_rl/algos/onpolicy.py).
+
+A learner is a dataclass of its hyperparameters: the fields are the constructor's keywords, so the
+config keys the registry accepts are read from them, and ``RULES`` (config key -> rule) says what
+each may be. Besides its keys a learner declares what a checkpoint holds, ``STATE``: attribute names
+(a dotted name reaches into an attribute), each a module, optimiser, tensor, random generator,
+counter or anything else with ``state_dict``/``load_state_dict``. An entry is saved under its name
+(dots as underscores) unless ``SAVED_AS`` gives the key earlier versions wrote, so their checkpoints
+load and new ones read the same; an entry that is None (a learner built without it) is neither saved
+nor loaded, and one of ``OPTIONAL`` may be missing from a checkpoint. ``LEGACY_KEYS`` reads keys
+that earlier versions wrote under other names.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from her_rl.config.registry import RUNTIME_ARGS
+from her_rl.rules import Rule, check_values
+
+
+@dataclass(eq=False)
+class Learner:
+    """What every learner has: its config keys and their check, its own torch generator, the
+    optimiser step and the declared checkpoint state (see the module's docstring)."""
+
+    NAME: ClassVar[str] = "learner"
+    RULES: ClassVar[dict[str, Rule]] = {}
+    STATE: ClassVar[tuple[str, ...]] = ()
+    SAVED_AS: ClassVar[dict[str, str]] = {}
+    """Entry -> its checkpoint key, where that is not the entry's own name."""
+    OPTIONAL: ClassVar[tuple[str, ...]] = ()
+    """Entries a checkpoint may lack (they stay as built)."""
+    LEGACY_KEYS: ClassVar[dict[str, str]] = {}
+    """Checkpoint key of an earlier version -> today's key."""
+    CLIP_KEY: ClassVar[str] = ""
+    """The field holding the max gradient norm of :meth:`step` (None or 0: no clipping)."""
+
+    env: dict[str, Any]
+    seed: int = 0
+    device: str = "cpu"
+    inference: bool = False
+
+    @classmethod
+    def check_config(cls, values: dict[str, Any]) -> None:
+        """Raise a one-line ConfigError unless ``values`` (config keys) meet the rules; keys
+        without a rule are left to the registry's key check."""
+        check_values(cls.RULES, values)
+
+    def __post_init__(self) -> None:
+        self.check_config(self.hyperparameters())
+        self.device = torch.device(self.device)
+        # the learner's own draws (policy samples, noise, minibatches): the global RNG may be anyone's
+        self.generator = torch.Generator(device=self.device).manual_seed(int(self.seed))
+
+    def hyperparameters(self) -> dict[str, Any]:
+        """The config keys and their values: every field but the runner's own arguments."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in RUNTIME_ARGS}
+
+    def step(self, optimizer: torch.optim.Optimizer, loss: torch.Tensor, clip: bool = True) -> None:
+        """Backward ``loss``, clip the optimiser's gradients to the norm ``CLIP_KEY`` gives, step."""
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        max_norm = getattr(self, self.CLIP_KEY) if clip and self.CLIP_KEY else None
+        if max_norm:
+            torch.nn.utils.clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]], max_norm)
+        optimizer.step()
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def _entries(self) -> list[tuple[str, str, Any]]:
+        """``(name, checkpoint key, object)`` of every declared entry this learner has."""
+        entries = [(name, self.SAVED_AS.get(name, name.replace(".", "_")), operator.attrgetter(name)(self))
+                   for name in self.STATE]
+        return [entry for entry in entries if entry[2] is not None]
+
+    def state_dict(self) -> dict:
+        return {key: state_of(obj) for _, key, obj in self._entries()}
+
+    def load_state_dict(self, state: dict) -> None:
+        state = {**{new: state[old] for old, new in self.LEGACY_KEYS.items() if old in state}, **state}
+        for name, key, obj in self._entries():
+            if key not in state and name in self.OPTIONAL:
+                continue
+            if isinstance(obj, int):  # a counter: replaced, not updated in place
+                owner, _, attr = name.rpartition(".")
+                setattr(operator.attrgetter(owner)(self) if owner else self, attr, int(state[key]))
+            else:
+                restore(obj, state[key])
+
+
+def state_of(obj: Any) -> Any:
+    """A checkpointable copy of a module, optimiser, tensor, generator or counter (plain data and tensors only)."""
+    if isinstance(obj, int):
+        return obj
+    if isinstance(obj, np.random.Generator):
+        return obj.bit_generator.state
+    if isinstance(obj, torch.Generator):
+        return obj.get_state()
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().clone()
+    return obj.state_dict()
+
+
+def restore(obj: Any, state: Any) -> None:
+    """Load ``state`` (see :func:`state_of`) into ``obj`` in place."""
+    if isinstance(obj, np.random.Generator):
+        obj.bit_generator.state = state
+    elif isinstance(obj, torch.Generator):
+        obj.set_state(state)
+    elif isinstance(obj, torch.Tensor):
+        with torch.no_grad():
+            obj.copy_(state)
+    else:
+        obj.load_state_dict(state)

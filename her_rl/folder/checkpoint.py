@@ -1,0 +1,189 @@
+"""Atomic checkpoints, safe loading and RNG state capture.
+
+A checkpoint is written to a temporary file in the same directory, flushed to disk and renamed
+over the old one, so a crash (even SIGKILL) leaves either the previous or the new checkpoint,
+never a torn file; temporary files a killed save left behind are removed by the next save.
+Loading uses ``torch.load(weights_only=True)``: only tensors and plain containers are unpickled,
+so a checkpoint from elsewhere cannot run code. A file that cannot be loaded that way (empty,
+truncated, foreign, or holding other objects) is a :class:`CheckpointError` of one line.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import re
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from her_rl.errors import CheckpointError
+from her_rl.folder.state import RunState
+from her_rl.folder.rundir import CHECKPOINT
+
+KEYS = ("agent", "runner", "rng", "config")
+"""What a her-rl checkpoint dict holds."""
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """Delete ``<name>.*.tmp`` files that killed saves left beside ``path``. Safe only while this
+    process is the folder's one writer (the runner holds the run folder's lock)."""
+    removed = []
+    for tmp in path.parent.glob(path.name + ".*.tmp"):
+        if tmp.is_symlink() or tmp.is_file():  # a folder of that name is not ours to remove; new temps avoid it
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+def _write_atomic(path: Path, write) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)  # the rename itself survives a power cut
+
+
+def save(obj: dict[str, Any], path: str | os.PathLike) -> Path:
+    """Write ``obj`` atomically. On OSError (full disk, unwritable folder) the previous file is
+    untouched and no temporary file is left; the error propagates."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path)
+    _write_atomic(path, lambda f: _torch_save(obj, f))
+    return path
+
+
+def _torch_save(obj: dict[str, Any], f) -> None:
+    try:
+        torch.save(obj, f)
+    except RuntimeError as exc:  # torch's writer fails again while handling a full disk's OSError
+        context = exc.__context__
+        while context is not None and not isinstance(context, OSError):
+            context = context.__context__
+        if context is None:
+            raise
+        raise context from None
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why ``path`` is no regular file to read (None when it is one)."""
+    if path.is_symlink() and not path.exists():
+        return "a symbolic link to nothing (a broken link or a loop)"
+    if not path.exists():
+        return "no such file"
+    if path.is_dir():
+        return "a folder, not a file" + ("" if (path / CHECKPOINT).exists() else f" (and it holds no {CHECKPOINT})")
+    if not path.is_file():
+        return "not a regular file (a FIFO, socket or device)"
+    return None
+
+
+def _why_unloadable(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    found = re.search(r"GLOBAL ([\w.]+)", text)
+    if found:
+        # never repeat torch's advice to load with weights_only=False: that would run the file's code
+        return (f"it refers to {found.group(1)}; only tensors and plain containers are loaded, since "
+                "unpickling other objects could run code")
+    return "not a readable torch file (truncated, corrupt, or not written by torch.save)"
+
+
+def load(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Load a her-rl checkpoint safely, or raise a CheckpointError naming the file and why."""
+    path = Path(path)
+    if path.is_dir() and ((path / CHECKPOINT).exists() or (path / CHECKPOINT).is_symlink()):
+        path = path / CHECKPOINT  # a run folder stands for its checkpoint
+    why = _not_a_file(path)
+    if why:
+        raise CheckpointError(f"cannot load checkpoint {path}: {why}")
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"cannot load checkpoint {path}: the file is empty (an interrupted save or a full disk)")
+    try:
+        with warnings.catch_warnings():  # torch warns about pickle protocols of foreign files
+            warnings.simplefilter("ignore")
+            obj = torch.load(path, map_location=map_location, weights_only=True)
+    except OSError as exc:
+        # EINVAL: torch's zip reader seeking past the end of a truncated file, not an access problem
+        why = _why_unloadable(exc) if exc.errno == errno.EINVAL else (exc.strerror or exc)
+        raise CheckpointError(f"cannot load checkpoint {path}: {why}") from None
+    except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError, ... for bad files
+        raise CheckpointError(f"cannot load checkpoint {path}: {_why_unloadable(exc)}") from None
+    if not isinstance(obj, dict) or not all(k in obj for k in KEYS):
+        found = sorted(map(str, obj))[:8] if isinstance(obj, dict) else type(obj).__name__
+        raise CheckpointError(f"cannot load checkpoint {path}: not a her-rl checkpoint (expected a dict with "
+                              f"{', '.join(KEYS)}; found {found})")
+    if not isinstance(obj["config"], dict) or not isinstance(obj["runner"], dict):
+        raise CheckpointError(f"cannot load checkpoint {path}: not a her-rl checkpoint (config/runner are not dicts)")
+    if not isinstance(obj["agent"], dict) or not obj["agent"]:
+        raise CheckpointError(f"cannot load checkpoint {path}: its agent entry is empty or not a mapping")
+    RunState.restore(obj["runner"], path)  # counters in range and consistent, or one line naming the entry
+    _check_rng(obj["rng"], path)
+    return obj
+
+
+def _check_rng(state: Any, path: Path) -> None:
+    """Whether ``state`` can be restored: tried on the global generators, which are then put back."""
+    before = rng_state()
+    try:
+        set_rng_state(state)
+    except Exception as exc:  # noqa: BLE001  (a tampered entry fails in many ways: Type/Value/Key/Index...)
+        raise CheckpointError(f"cannot load checkpoint {path}: its rng entry cannot be restored "
+                              f"({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
+    finally:
+        set_rng_state(before)
+
+
+def write_atomic_text(path: str | os.PathLike, text: str) -> None:
+    """Replace a small text file (results.json, config) atomically, through a unique temp file."""
+    write_atomic_bytes(path, text.encode())
+
+
+def write_atomic_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: a temp file in the same folder, fsync, rename. A
+    symlink at ``path`` is replaced by the file, never written through; on OSError (a full disk) the
+    previous file is untouched and no temp file is left."""
+    _write_atomic(Path(path), lambda f: f.write(data))
+
+
+def rng_state() -> dict[str, Any]:
+    """The global RNG states of python, numpy and torch, as weights_only-loadable values."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    py_version, py_internal, py_gauss = random.getstate()
+    return {
+        "python": [py_version, list(py_internal), py_gauss],
+        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss],
+        "torch": torch.get_rng_state(),
+    }
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    py_version, py_internal, py_gauss = state["python"]
+    random.setstate((py_version, tuple(py_internal), py_gauss))
+    kind, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+    torch.set_rng_state(state["torch"])

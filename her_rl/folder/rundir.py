@@ -1,0 +1,278 @@
+"""The run folder: unique default names, which folders a run may write in, one live run per
+folder, and its history file.
+
+A run holds an exclusive ``flock`` on ``<folder>/.her-run.lock`` for its whole life, so a second
+run started on the same folder is refused instead of mixing its config and results with the
+first one's. The lock file is never deleted (deleting it would let two runs lock two different
+files of the same name); the kernel drops the lock when the process ends, even on SIGKILL.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import secrets
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from her_rl.errors import ConfigError
+
+# What a run folder holds (besides tb/ and, after load=, eval.json or videos/).
+CHECKPOINT = "checkpoint.pt"
+CONFIG = "config.yaml"
+RESULTS = "results.json"
+LOCK = ".her-run.lock"
+FAILED = "failed.json"  # a sweep job that failed: its one-line reason (her_rl/folder/failures.py)
+HISTORY = "history.jsonl"
+SWEEP_FILE = "multirun.yaml"  # Hydra writes it first into every sweep folder
+SUFFIX_RESOLVER = "run_suffix"
+SWEPT_RESOLVER = "swept_dirname"
+SWEPT_ENV = "HER_RL_SWEPT_KEYS"  # set by SweptKeys at the start of a multirun; jobs inherit it
+
+
+def suffix() -> str:
+    """A short random tag that keeps folder names of runs started in the same instant apart."""
+    return secrets.token_hex(3)
+
+
+def swept_dirname(fallback: str, task: Any) -> str:
+    """A sweep job's folder name: only the overrides whose key the sweep varies (``n=20,algo.strategy=
+    future``, not every override given); Hydra's full ``override_dirname`` when the swept keys are
+    unknown (a job started outside a multirun) or none vary."""
+    keys = set(filter(None, os.environ.get(SWEPT_ENV, "").split(",")))
+    parts = sorted(str(o) for o in (task or []) if str(o).lstrip("+~").split("=", 1)[0] in keys)
+    return ",".join(parts) if keys and parts else fallback
+
+
+def register_resolvers() -> None:
+    """``${run_suffix:}`` and ``${swept_dirname:...}`` in the Hydra run/sweep folder names
+    (the suffix is cached: one value per config), ``${bookkeeping_keys:}`` and ``${by_size:...}``."""
+    from omegaconf import OmegaConf  # here: her_rl.load reads this module's names without OmegaConf
+
+    if not OmegaConf.has_resolver(SUFFIX_RESOLVER):
+        OmegaConf.register_new_resolver(SUFFIX_RESOLVER, suffix, use_cache=True)
+    if not OmegaConf.has_resolver(SWEPT_RESOLVER):
+        OmegaConf.register_new_resolver(SWEPT_RESOLVER, swept_dirname)
+    if not OmegaConf.has_resolver("bookkeeping_keys"):  # left out of folder names: her_rl/config/bookkeeping.py
+        from her_rl.config.bookkeeping import exclude_keys
+
+        OmegaConf.register_new_resolver("bookkeeping_keys", exclude_keys)
+    if not OmegaConf.has_resolver("by_size"):  # settings by task size (the bit-flip tuned file)
+        from her_rl.config.checks import by_size
+
+        OmegaConf.register_new_resolver("by_size", by_size)
+
+
+class SweptKeys:
+    """Hydra callback: at the start of a multirun, note which keys the sweep varies (sweep syntax on
+    the command line, or an experiment's ``hydra.sweeper.params``) for :func:`swept_dirname`."""
+
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        given = [str(o) for o in config.hydra.overrides.task]
+        params = config.hydra.sweeper.get("params") or {}
+        given += [f"{key}={value}" for key, value in params.items()]
+        try:
+            parsed = OverridesParser.create().parse_overrides(given)
+        except Exception:  # noqa: BLE001  (Hydra itself reports a malformed override)
+            return
+        keys = sorted({o.key_or_group for o in parsed if o.is_sweep_override()})
+        os.environ[SWEPT_ENV] = ",".join(keys)
+
+    def __getattr__(self, name: str):  # Hydra calls every hook; the others do nothing here
+        if name.startswith("on_"):
+            return lambda *args, **kwargs: None
+        raise AttributeError(name)
+
+
+def default_dir(algo: str, env: str, seed: int) -> Path:
+    """``outputs/<algo>-<env>/<time>-s<seed>-<suffix>``, as the Hydra config names it."""
+    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    return Path("outputs") / f"{algo}-{env}" / f"{stamp}-s{seed}-{suffix()}"
+
+
+def folder_path(value: Any, key: str) -> Path:
+    """``value`` as a folder path; an empty one (``hydra.run.dir=``) would mean the current folder."""
+    if value is None or not str(value).strip():
+        raise ConfigError(f"{key} is empty: name the folder to write in ({key}=PATH)")
+    return Path(str(value))
+
+
+def is_run_folder(folder: Path, ignore: Iterable[str] = ()) -> bool:
+    """Whether an existing folder is empty or holds a her-rl run: its lock file, a checkpoint, or
+    ``config.yaml`` with ``history.jsonl`` (a run that stopped before its first checkpoint), or the
+    ``failed.json`` of a sweep job that failed.
+    ``ignore``: names Hydra itself wrote there for this run (its job log)."""
+    names = {p.name for p in folder.iterdir()} - set(ignore)
+    return not names or bool(names & {LOCK, CHECKPOINT, FAILED}) or {CONFIG, HISTORY} <= names
+
+
+RUN_FILES = (CHECKPOINT, CONFIG, RESULTS, HISTORY, "metrics.jsonl")  # what a run writes (and tb/, a folder)
+
+
+def check_run_files(folder: Path) -> None:
+    """Refuse a run folder whose own files a run would fail to write or append to, after training:
+    each must be a regular file (``tb`` a folder), and ``history.jsonl`` one JSON object per line
+    (a last line cut short by a crash or a full disk is allowed)."""
+    for name in RUN_FILES:
+        path = folder / name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise ConfigError(f"cannot use run folder {folder}: its {name} is not a regular file; move it away")
+    tb = folder / "tb"
+    if tb.exists() and (tb.is_symlink() or not tb.is_dir()):
+        raise ConfigError(f"cannot use run folder {folder}: its tb is not a folder; move it away")
+    history = folder / HISTORY
+    if not history.exists():
+        return
+    try:
+        text = history.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise ConfigError(f"cannot use run folder {folder}: its {HISTORY} cannot be read ({why})") from None
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        torn = number == len(lines)  # after the last newline: a line a killed write left unfinished
+        try:
+            ok = isinstance(json.loads(line), dict) if line.strip() else True
+        except ValueError:
+            ok = torn
+        if not ok:
+            raise ConfigError(f"cannot use run folder {folder}: line {number} of its {HISTORY} is not a JSON object "
+                              "(the file is damaged or not her-rl's); move the file away to continue")
+
+
+def is_sweep_folder(folder: Path, ignore: Iterable[str] = ()) -> bool:
+    """Whether an existing folder is empty or holds a Hydra sweep (its ``multirun.yaml``)."""
+    names = {p.name for p in folder.iterdir()} - set(ignore)
+    return not names or SWEEP_FILE in names
+
+
+def cannot_write_in(folder: Path) -> str | None:
+    """Why nothing can be created in ``folder`` (None if it can): tried with an empty temporary
+    folder, removed at once, since permission bits alone do not tell (root, /proc, read-only mounts)."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".her-run-probe-", dir=folder))
+    except OSError as exc:
+        return f"cannot write in {folder} ({exc.strerror or exc})"
+    return None
+
+
+def check_folder(folder: Path, what: str = "run folder",
+                 belongs: Callable[..., bool] = is_run_folder, ignore: Iterable[str] = ()) -> None:
+    """Refuse, before anything is written, a folder a run (or sweep) must not write in: one that
+    cannot be created or written, a file, or an existing folder of other files than her-rl's."""
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"cannot use {what} {folder}: it is a file, not a folder")
+    parent = folder if folder.exists() else next(p for p in folder.absolute().parents if p.exists())
+    why = f"{parent} is not a folder" if not parent.is_dir() else cannot_write_in(parent)
+    if why:
+        raise ConfigError(f"cannot use {what} {folder}: {why}")
+    if folder.exists() and not belongs(folder, ignore):
+        kind = "a her-rl run (checkpoint.pt, .her-run.lock, config.yaml with history.jsonl)" \
+            if belongs is is_run_folder else f"a sweep ({SWEEP_FILE})"
+        raise ConfigError(f"{what} {folder} already holds other files than {kind}; pick a new or empty folder")
+    if folder.exists() and belongs is is_run_folder:
+        check_run_files(folder)
+
+
+class RunLock:
+    """An exclusive, non-blocking lock on a run folder, held until :meth:`release`."""
+
+    def __init__(self, folder: Path, fd: int):
+        self.folder, self._fd = folder, fd
+
+    @staticmethod
+    def _busy(folder: Path, fd: int) -> ConfigError:
+        try:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+        except OSError:
+            holder = "unknown"
+        os.close(fd)
+        return ConfigError(f"run folder {folder} is in use by another live her-run (pid {holder}); wait for it "
+                           "to end or pick another hydra.run.dir")
+
+    @classmethod
+    def _take(cls, folder: Path, flags: int) -> RunLock:
+        try:  # O_NOFOLLOW: a link named like the lock must not make the run truncate another file
+            fd = os.open(folder / LOCK, flags | os.O_NOFOLLOW, 0o644)
+        except (IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+            raise ConfigError(f"cannot use run folder {folder}: cannot open its lock file {LOCK} "
+                              f"({exc.strerror}); remove it if it is not a file") from None
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise ConfigError(f"cannot use run folder {folder}: its lock file {LOCK} is a symbolic link; "
+                              "remove it") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise cls._busy(folder, fd) from None
+            os.close(fd)
+            raise
+        return cls(folder, fd)
+
+    @classmethod
+    def probe(cls, folder: Path) -> RunLock | None:
+        """Lock an existing folder's existing lock file without creating anything; None when there
+        is no lock file (then no live run holds the folder). Refused if a live run holds it."""
+        try:
+            return cls._take(folder, os.O_RDWR)
+        except FileNotFoundError:
+            return None
+
+    @classmethod
+    def acquire(cls, folder: Path) -> RunLock:
+        """Create the folder and its lock file if needed and lock it (refused if held)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        return cls._take(folder, os.O_RDWR | os.O_CREAT)
+
+    def mark_owner(self) -> None:
+        """Write this process's pid into the lock file (read by a refused second run)."""
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def record(folder: Path, event: str, **fields: Any) -> None:
+    """Append one line to the folder's history: every start and resume with what it changed. A last
+    line cut short (a kill or a full disk mid-write) is dropped first, so the file stays one JSON
+    object per line and the folder keeps resuming."""
+    line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "event": event, "pid": os.getpid(), **fields}
+    fd = os.open(folder / HISTORY, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "r+b") as f:  # O_NOFOLLOW: never append to the file a link points at
+        text = f.read()
+        end = text.rfind(b"\n") + 1  # the end of the last complete line (0: none)
+        if end != len(text):
+            f.truncate(end)
+        f.seek(end)
+        f.write((json.dumps(line, default=str) + "\n").encode())
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def remove_if_empty(folder: Path, stop_at: Path | None = None) -> None:
+    """Remove ``folder`` if it is empty, then its parents up to (not including) ``stop_at`` while
+    they are empty: the folder Hydra created for a command that was then refused."""
+    folder, stop = folder.resolve(), (stop_at or Path.cwd()).resolve()
+    try:
+        folder.rmdir()  # only succeeds on an empty folder
+    except OSError:
+        return
+    parent = folder.parent
+    while stop in parent.parents:  # strictly below stop_at
+        try:
+            parent.rmdir()
+        except OSError:
+            return
+        parent = parent.parent

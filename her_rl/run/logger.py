@@ -1,0 +1,114 @@
+"""Run logging: TensorBoard scalars under CleanRL-style tags, the config and the HParams tab, and
+the same scalars in ``metrics.jsonl`` (:mod:`her_rl.folder.metrics`), which needs no TensorBoard to read.
+
+Whenever the folder already holds events, the writer is opened with ``purge_step`` = the first
+step this run will log (the checkpoint's step + 1 on resume, 0 for a fresh start in a folder whose
+earlier run never reached a checkpoint), so TensorBoard drops anything logged after the state this
+run continues from: no step is lost or shown twice. ``metrics.jsonl`` drops those lines on open.
+The trainer flushes both (:meth:`RunLogger.flush`) before it writes each checkpoint, so what a
+checkpoint covers is on disk even when the run is then SIGKILLed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from torch.utils.tensorboard import SummaryWriter
+
+from her_rl.config import bookkeeping
+from her_rl.folder.metrics import MetricsWriter
+
+
+class RunLogger:
+    def __init__(self, out_dir: Path, start_step: int = 0):
+        log_dir = Path(out_dir) / "tb"
+        purge = start_step if log_dir.exists() else None  # nothing to purge in a new folder
+        self.metrics = MetricsWriter(Path(out_dir), start_step)
+        self.writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge)
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        for tag, value in values.items():
+            self.writer.add_scalar(tag, value, step)
+        self.metrics.add(values, step)
+
+    def config(self, config_yaml: str, step: int = 0) -> None:
+        """The resolved config as text (TensorBoard's Text tab), at the step it took effect."""
+        self.writer.add_text("config", "```\n" + config_yaml + "\n```", step)
+
+    def hparams(self, hparams: dict[str, Any], metrics: dict[str, float]) -> None:
+        """The run's hyperparameters with its final metrics (TensorBoard's HParams tab), in this run's
+        own event files, so a sweep's runs compare side by side under ``--logdir <sweep>``."""
+        from torch.utils.tensorboard.summary import hparams as hparams_summary
+
+        clean = {k: v if isinstance(v, (bool, int, float, str)) else str(v) for k, v in hparams.items()}
+        flags = {k: v for k, v in clean.items() if isinstance(v, bool)}
+        for summary in hparams_summary(clean, metrics):
+            self.writer.file_writer.add_summary(_with_bools(summary, flags))
+        for tag, value in metrics.items():
+            self.writer.add_scalar(tag, value, 0)
+
+    def flush(self) -> None:
+        self.writer.flush()
+        self.metrics.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+        self.metrics.close()
+
+
+def _with_bools(summary, flags: dict[str, bool]):
+    """torch's ``hparams`` logs a bool as a number (``isinstance(True, int)``): mark it a bool."""
+    from tensorboard.plugins.hparams.api_pb2 import DataType
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
+
+    for value in summary.value:
+        data = HParamsPluginData.FromString(value.metadata.plugin_data.content)
+        if data.HasField("session_start_info"):
+            for key, flag in flags.items():
+                data.session_start_info.hparams[key].bool_value = flag
+        elif data.HasField("experiment"):
+            for info in data.experiment.hparam_infos:
+                if info.name in flags:
+                    info.type = DataType.Value("DATA_TYPE_BOOL")
+        value.metadata.plugin_data.content = data.SerializeToString()
+    return summary
+
+
+def hparams_of(config: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
+    """What defines a run for the HParams tab: algo, env, seed, every scalar algo key, and the keys
+    given on the command line (the swept ones among them), typed so TensorBoard sorts and plots
+    numbers as numbers: the run's own value of the key, else the override read as YAML."""
+    out: dict[str, Any] = {"algo": config["algo"]["name"], "env": config["env"]["name"],
+                           "env_id": config["env"]["id"], "seed": config["seed"]}
+    out.update({f"algo.{k}": v for k, v in config["algo"].items() if k not in ("name", "_target_")})
+    for item in overrides or []:
+        key, _, value = item.lstrip("+~").partition("=")
+        if bookkeeping.is_setting(key):  # bookkeeping overrides are not hyperparameters
+            out.setdefault(key, _typed(config, key, value))
+    return out
+
+
+def _typed(config: dict[str, Any], key: str, text: str) -> Any:
+    node: Any = config
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, (bool, int, float, str)):  # the value the run used (``lr=1e-3``: a float there)
+        return node
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return value if isinstance(value, (bool, int, float, str)) else text
+
+
+def final_metrics(results: dict[str, Any]) -> dict[str, float]:
+    """The numbers a sweep is compared by (unsolved: solved_at_env_steps = -1)."""
+    metrics = {"hparams/env_steps": float(results["env_steps"]), "hparams/wall_time_s": float(results["wall_time_s"]),
+               "hparams/solved": float(bool(results["solved"])),
+               "hparams/solved_at_env_steps": float(results["solved_at_env_steps"] or -1)}
+    for key in ("eval_success_rate", "eval_return"):
+        if results.get(key) is not None:
+            metrics[f"hparams/{key}"] = float(results[key])
+    return metrics

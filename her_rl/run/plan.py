@@ -1,0 +1,204 @@
+"""A checked training run: what to run, in which folder, from which checkpoint.
+
+:func:`plan_run` makes every check of a run before anything is built or written (it only reads):
+the values and the env's spaces, the run folder (creatable and writable; new, empty or a her-rl
+run's; not held by a live run; holding a checkpoint only if ``resume`` asks for one), and the
+checkpoint to resume with the saved config merged with this command's. :meth:`Plan.take_folder`
+then locks the folder for the run (a sweep's folder and launcher: :mod:`her_rl.run.sweep`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from her_rl.folder import checkpoint, rundir
+from her_rl.config.video import refuse_without_load
+from her_rl.run import requeue
+from her_rl.config.checks import check, interpolations, resolved
+from her_rl.envs.custom import import_env_module, import_given
+from her_rl.errors import ConfigError, one_line
+from her_rl.config.registry import EnvSpaces
+from her_rl.folder.resume import check_saved, merge
+from her_rl.folder.rundir import CHECKPOINT, CONFIG, RESULTS
+from her_rl.rules import check_path
+from her_rl.config.schema import TOP, check_required
+
+
+@dataclass
+class Plan:
+    """A checked training run. ``config`` is the run's one config, resolved to plain containers
+    (the saved one merged with this command's on resume); ``saved`` the checkpoint it resumes."""
+
+    config: dict[str, Any]
+    out: Path
+    spaces: EnvSpaces
+    overrides: list[str] | None
+    saved: dict[str, Any] | None = None
+    changes: dict[str, list] = field(default_factory=dict)
+    ckpt_stamp: tuple[int, int] | None = None
+    lock: rundir.RunLock | None = None
+    fresh: bool = False  # the folder is new or empty: a start that fails to write leaves nothing there
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.out / CHECKPOINT
+
+    @cached_property
+    def yaml(self) -> str:
+        """The config as ``config.yaml`` and TensorBoard's Text tab show it."""
+        return OmegaConf.to_yaml(self.config)
+
+    def take_folder(self) -> None:
+        """Lock the run folder (creating it) once every check passed, and clear what killed writes
+        left there; the folder is this run's from here on."""
+        if self.lock is None:
+            try:
+                self.lock = rundir.RunLock.acquire(self.out)
+            except OSError as exc:
+                self._abandon()
+                raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
+            if _stamp(self.checkpoint) != self.ckpt_stamp:  # another run wrote there between our checks and the lock
+                raise ConfigError(f"run folder {self.out} changed while this run was starting (another run wrote "
+                                  "a checkpoint there); check it, then pass resume=true or pick another folder")
+        try:
+            self.lock.mark_owner()
+        except OSError as exc:  # a full disk: not even the pid fits
+            self._abandon()
+            raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
+        for name in (CHECKPOINT, CONFIG, RESULTS):  # temp files of writes a killed run left behind
+            checkpoint.remove_stale_temps(self.out / name)
+
+    def record_start(self, env_steps: int) -> None:
+        """``config.yaml`` and the history line of this start (or resume)."""
+        try:
+            checkpoint.write_atomic_text(self.out / CONFIG, self.yaml)
+            rundir.record(self.out, "resume" if self.saved else "start", env_steps=env_steps,
+                          overrides=self.overrides, changed=self.changes)
+        except OSError as exc:
+            self._abandon()
+            raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
+
+    def _abandon(self) -> None:
+        """A fresh run that could not start: remove what it wrote (its lock file, config, history) and
+        the folder if that leaves it empty, so a failed start leaves nothing behind."""
+        if not self.fresh:
+            return
+        for name in (rundir.LOCK, CONFIG, rundir.HISTORY):
+            try:
+                (self.out / name).unlink(missing_ok=True)
+            except OSError:
+                pass
+        self.release()
+        rundir.remove_if_empty(self.out, stop_at=self.out.parent)
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+
+
+def given_overrides(overrides: list[str] | None) -> list[str] | None:
+    """The keys given on the command line: these, or Hydra's when called inside a Hydra job."""
+    if overrides is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            return list(HydraConfig.get().overrides.task)
+    return None if overrides is None else list(overrides)
+
+
+def _out_dir(cfg: dict[str, Any], out_dir: str | Path | None) -> Path:
+    if out_dir is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            return Path(HydraConfig.get().runtime.output_dir)
+        return rundir.default_dir(cfg["algo"]["name"], cfg["env"]["name"], cfg["seed"])
+    out = rundir.folder_path(out_dir, "out_dir")
+    check_path("out_dir", out)
+    return out
+
+
+def _hydra_files() -> tuple[str, ...]:
+    """What Hydra itself wrote into this job's folder before the run started (with
+    ``hydra/job_logging=default``: its log file)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return (f"{HydraConfig.get().job.name}.log",) if HydraConfig.initialized() else ()
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _saved_config(out: Path) -> dict[str, Any]:
+    """The ``config.yaml`` of a run that stopped before its first checkpoint; one line if unreadable."""
+    try:
+        saved = OmegaConf.to_container(OmegaConf.load(out / CONFIG), resolve=False)
+    except Exception as exc:  # noqa: BLE001  (unreadable, not YAML, not UTF-8)
+        raise ConfigError(f"resume=auto: cannot read {out / CONFIG} ({one_line(exc)[:200]}); move it away to start "
+                          "a new run there") from None
+    if not isinstance(saved, dict) or not isinstance(saved.get("algo"), dict) or not isinstance(saved.get("env"), dict):
+        raise ConfigError(f"resume=auto: {out / CONFIG} is not a her-rl run's config; move it away to start a new "
+                          "run there")
+    return saved
+
+
+def _check_resume(out: Path, stamp: tuple[int, int] | None, mode: Any) -> None:
+    """A checkpoint in the folder only with resume (or a requeued job); resume=true needs one."""
+    if stamp is not None and mode is False and not requeue.requeued(out):  # a requeued job resumes
+        raise ConfigError(f"{out} already holds a checkpoint; pass resume=true to continue that run "
+                          "(resume=auto: continue if there is one), or use a new folder")
+    if stamp is None and mode is True:
+        what = "does not exist" if not out.is_dir() else (
+            "holds no checkpoint (the run stopped before its first one; resume=auto starts it afresh)"
+            if (out / CONFIG).exists() else "holds no checkpoint")
+        raise ConfigError(f"resume=true: run folder {out} {what}")
+
+
+def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None,
+             overrides: list[str] | None = None) -> Plan:
+    """Every check of a training run, before anything is built or written (it only reads)."""
+    check_required(OmegaConf.to_container(cfg) if isinstance(cfg, DictConfig) else cfg, overrides)
+    current = resolved(cfg, overrides)
+    TOP["resume"].check("resume", current.get("resume"))
+    refuse_without_load(current, overrides)
+    import_given(overrides)  # env.id=module:Env-v0 given by the user: import the module that registers it
+    out = _out_dir(current, out_dir)
+    rundir.check_folder(out, ignore=_hydra_files())  # creatable, writable, and empty or a run's own
+    fresh = not out.is_dir() or not set(os.listdir(out)) - set(_hydra_files())
+    lock = rundir.RunLock.probe(out) if out.is_dir() else None  # an existing folder: refuse at once if live
+    try:
+        stamp = _stamp(out / CHECKPOINT)
+        _check_resume(out, stamp, current["resume"])
+        if stamp is None and current["resume"] == "auto" and (out / CONFIG).is_file():
+            # killed before its first checkpoint: the folder's run keeps its identity (its saved config)
+            saved_config = _saved_config(out)
+            import_env_module(str(saved_config["env"].get("id") or ""))  # as a resume does: the run's own env module
+            config, changes = merge(saved_config, current, overrides, verb="resume=auto",
+                                    source="the run in that folder (stopped before its first checkpoint) has")
+            return Plan(config, out, check(config), overrides, changes=changes, ckpt_stamp=None, lock=lock)
+        if stamp is None:
+            return Plan(current, out, check(current, interpolations(cfg)), overrides, ckpt_stamp=None, lock=lock,
+                        fresh=fresh)
+        saved = checkpoint.load(out / CHECKPOINT)
+        check_saved(saved, out / CHECKPOINT)
+        import_env_module(saved["config"]["env"]["id"])  # the user resumes their own run: its env's module
+        config, changes = merge(saved["config"], current, overrides)
+        return Plan(config, out, check(config), overrides, saved, changes, stamp, lock)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+__all__ = ["Plan", "given_overrides", "plan_run"]
