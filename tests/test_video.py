@@ -18,7 +18,7 @@ import imageio.v2 as imageio  # noqa: E402
 import imageio.v3 as iio  # noqa: E402
 
 from her_rl.run import video  # noqa: E402
-from her_rl.errors import ConfigError  # noqa: E402
+
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 HER_RUN = str(Path(sys.executable).with_name("her-run"))  # the conftest fixture is per test, runs are per module

@@ -10,10 +10,14 @@ and any other change is refused naming the key, because it would silently mix tw
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from her_rl.config import bookkeeping
-from her_rl.errors import CheckpointError, ConfigError
+from her_rl.errors import CheckpointError, ConfigError, one_line
+from her_rl.folder.rundir import CONFIG
 from her_rl.rules import show
 
 GROUPS = ("algo", "env")
@@ -128,3 +132,37 @@ def check_saved(saved: dict[str, Any], path: Any) -> None:
 
 def describe(changes: dict[str, list]) -> str:
     return ", ".join(f"{k}: {show(old)} -> {show(new)}" for k, (old, new) in changes.items())
+
+
+def stamp(path: Path) -> tuple[int, int] | None:
+    """(mtime, size) of a file, None if absent: a checkpoint written between a check and the lock shows."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def read_saved_config(out: Path) -> dict[str, Any]:
+    """The ``config.yaml`` of a run that stopped before its first checkpoint; one line if unreadable."""
+    try:
+        saved = OmegaConf.to_container(OmegaConf.load(out / CONFIG), resolve=False)
+    except Exception as exc:  # noqa: BLE001  (unreadable, not YAML, not UTF-8)
+        raise ConfigError(f"resume=auto: cannot read {out / CONFIG} ({one_line(exc)[:200]}); move it away to start "
+                          "a new run there") from None
+    if not isinstance(saved, dict) or not isinstance(saved.get("algo"), dict) or not isinstance(saved.get("env"), dict):
+        raise ConfigError(f"resume=auto: {out / CONFIG} is not a her-rl run's config; move it away to start a new "
+                          "run there")
+    return saved
+
+
+def check_resume(out: Path, stamp: tuple[int, int] | None, mode: Any, requeued: bool = False) -> None:
+    """A checkpoint in the folder only with resume (or a requeued job); resume=true needs one."""
+    if stamp is not None and mode is False and not requeued:  # a requeued job resumes
+        raise ConfigError(f"{out} already holds a checkpoint; pass resume=true to continue that run "
+                          "(resume=auto: continue if there is one), or use a new folder")
+    if stamp is None and mode is True:
+        what = "does not exist" if not out.is_dir() else (
+            "holds no checkpoint (the run stopped before its first one; resume=auto starts it afresh)"
+            if (out / CONFIG).exists() else "holds no checkpoint")
+        raise ConfigError(f"resume=true: run folder {out} {what}")

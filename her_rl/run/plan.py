@@ -22,9 +22,9 @@ from her_rl.config.video import refuse_without_load
 from her_rl.run import requeue
 from her_rl.config.checks import check, interpolations, resolved
 from her_rl.envs.custom import import_env_module, import_given
-from her_rl.errors import ConfigError, one_line
+from her_rl.errors import ConfigError
 from her_rl.config.registry import EnvSpaces
-from her_rl.folder.resume import check_saved, merge
+from her_rl.folder.resume import check_resume, check_saved, merge, read_saved_config, stamp
 from her_rl.folder.rundir import CHECKPOINT, CONFIG, RESULTS
 from her_rl.rules import check_path
 from her_rl.config.schema import TOP, check_required
@@ -54,16 +54,17 @@ class Plan:
         """The config as ``config.yaml`` and TensorBoard's Text tab show it."""
         return OmegaConf.to_yaml(self.config)
 
-    def take_folder(self) -> None:
-        """Lock the run folder (creating it) once every check passed, and clear what killed writes
-        left there; the folder is this run's from here on."""
+    def take_folder(self, env_steps: int = 0) -> None:
+        """Lock the run folder (creating it) once every check passed, clear what killed writes left
+        there, and write ``config.yaml`` and the history line of this start (or resume) at
+        ``env_steps``; the folder is this run's from here on."""
         if self.lock is None:
             try:
                 self.lock = rundir.RunLock.acquire(self.out)
             except OSError as exc:
                 self._abandon()
                 raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
-            if _stamp(self.checkpoint) != self.ckpt_stamp:  # another run wrote there between our checks and the lock
+            if stamp(self.checkpoint) != self.ckpt_stamp:  # another run wrote there between our checks and the lock
                 raise ConfigError(f"run folder {self.out} changed while this run was starting (another run wrote "
                                   "a checkpoint there); check it, then pass resume=true or pick another folder")
         try:
@@ -73,9 +74,6 @@ class Plan:
             raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
         for name in (CHECKPOINT, CONFIG, RESULTS):  # temp files of writes a killed run left behind
             checkpoint.remove_stale_temps(self.out / name)
-
-    def record_start(self, env_steps: int) -> None:
-        """``config.yaml`` and the history line of this start (or resume)."""
         try:
             checkpoint.write_atomic_text(self.out / CONFIG, self.yaml)
             rundir.record(self.out, "resume" if self.saved else "start", env_steps=env_steps,
@@ -132,39 +130,6 @@ def _hydra_files() -> tuple[str, ...]:
     return (f"{HydraConfig.get().job.name}.log",) if HydraConfig.initialized() else ()
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return st.st_mtime_ns, st.st_size
-
-
-def _saved_config(out: Path) -> dict[str, Any]:
-    """The ``config.yaml`` of a run that stopped before its first checkpoint; one line if unreadable."""
-    try:
-        saved = OmegaConf.to_container(OmegaConf.load(out / CONFIG), resolve=False)
-    except Exception as exc:  # noqa: BLE001  (unreadable, not YAML, not UTF-8)
-        raise ConfigError(f"resume=auto: cannot read {out / CONFIG} ({one_line(exc)[:200]}); move it away to start "
-                          "a new run there") from None
-    if not isinstance(saved, dict) or not isinstance(saved.get("algo"), dict) or not isinstance(saved.get("env"), dict):
-        raise ConfigError(f"resume=auto: {out / CONFIG} is not a her-rl run's config; move it away to start a new "
-                          "run there")
-    return saved
-
-
-def _check_resume(out: Path, stamp: tuple[int, int] | None, mode: Any) -> None:
-    """A checkpoint in the folder only with resume (or a requeued job); resume=true needs one."""
-    if stamp is not None and mode is False and not requeue.requeued(out):  # a requeued job resumes
-        raise ConfigError(f"{out} already holds a checkpoint; pass resume=true to continue that run "
-                          "(resume=auto: continue if there is one), or use a new folder")
-    if stamp is None and mode is True:
-        what = "does not exist" if not out.is_dir() else (
-            "holds no checkpoint (the run stopped before its first one; resume=auto starts it afresh)"
-            if (out / CONFIG).exists() else "holds no checkpoint")
-        raise ConfigError(f"resume=true: run folder {out} {what}")
-
-
 def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None,
              overrides: list[str] | None = None) -> Plan:
     """Every check of a training run, before anything is built or written (it only reads)."""
@@ -178,23 +143,23 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
     fresh = not out.is_dir() or not set(os.listdir(out)) - set(_hydra_files())
     lock = rundir.RunLock.probe(out) if out.is_dir() else None  # an existing folder: refuse at once if live
     try:
-        stamp = _stamp(out / CHECKPOINT)
-        _check_resume(out, stamp, current["resume"])
-        if stamp is None and current["resume"] == "auto" and (out / CONFIG).is_file():
+        ckpt = stamp(out / CHECKPOINT)
+        check_resume(out, ckpt, current["resume"], requeue.requeued(out))
+        if ckpt is None and current["resume"] == "auto" and (out / CONFIG).is_file():
             # killed before its first checkpoint: the folder's run keeps its identity (its saved config)
-            saved_config = _saved_config(out)
+            saved_config = read_saved_config(out)
             import_env_module(str(saved_config["env"].get("id") or ""))  # as a resume does: the run's own env module
             config, changes = merge(saved_config, current, overrides, verb="resume=auto",
                                     source="the run in that folder (stopped before its first checkpoint) has")
             return Plan(config, out, check(config), overrides, changes=changes, ckpt_stamp=None, lock=lock)
-        if stamp is None:
+        if ckpt is None:
             return Plan(current, out, check(current, interpolations(cfg)), overrides, ckpt_stamp=None, lock=lock,
                         fresh=fresh)
         saved = checkpoint.load(out / CHECKPOINT)
         check_saved(saved, out / CHECKPOINT)
         import_env_module(saved["config"]["env"]["id"])  # the user resumes their own run: its env's module
         config, changes = merge(saved["config"], current, overrides)
-        return Plan(config, out, check(config), overrides, saved, changes, stamp, lock)
+        return Plan(config, out, check(config), overrides, saved, changes, ckpt, lock)
     except BaseException:
         if lock is not None:
             lock.release()

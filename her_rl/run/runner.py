@@ -67,8 +67,7 @@ def train(plan: Plan) -> dict[str, Any]:
     state = RunState.restore(saved["runner"], plan.checkpoint) if saved else RunState()
     if saved is not None:
         checkpoint.set_rng_state(saved["rng"])
-    plan.take_folder()  # every check passed: from here on the folder is ours and may be written
-    plan.record_start(state.env_steps)
+    plan.take_folder(state.env_steps)  # every check passed: from here on the folder is ours and may be written
     (plan.out / RESULTS).unlink(missing_ok=True)  # an earlier end's results would name a checkpoint about to change
     if saved is not None:
         requeue.clear(plan.out)
