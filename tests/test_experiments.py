@@ -39,6 +39,7 @@ def test_the_fetch_frontier_presets_hold_their_measured_settings():
     with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
         push = compose(config_name="config", overrides=["experiment=fetch_push_frontier"])
         slide = compose(config_name="config", overrides=["experiment=fetch_slide_frontier"])
-    assert (push.algo.name, push.env.id, push.algo.n_step, push.algo.episodes_per_cycle) == ("her_ddpg", "FetchPush-v4", 3, 2)
+    assert (push.algo.name, push.env.id, push.algo.episodes_per_cycle, push.algo.updates_per_cycle) == \
+        ("her_crossq", "FetchPush-v4", 2, 40)  # 0.4 updates per env step
     assert (push.budget.env_steps, push.eval.every_env_steps, push.eval.episodes) == (200_000, 10_000, 50)
     assert (slide.env.id, slide.algo.n_step, slide.algo.episodes_per_cycle, slide.budget.env_steps) == ("FetchSlide-v4", 3, 8, 1_000_000)
