@@ -1,15 +1,18 @@
-"""``her-run``: the Hydra entry point.
+"""``her-run``: the command.
 
-Before Hydra runs (and creates a run folder), the command is composed and checked here: flags and
-overrides that would make Hydra run code (:func:`her_rl.config.overrides.check_overrides`), group names,
-Hydra's own override and key errors, every value, the env's spaces, the run or sweep folder, the
-launcher, and every key the run needs (a ``~KEY`` that deletes one is named). A problem is one line
-``her-run: error: ...`` (control characters escaped, a huge value cut to its ends) and exit status 2,
-with nothing created or written. A signal outside training ends her-run with 128 + the signal and one
-line saying what is on disk (:class:`her_rl.run.signals.Stage`); training's own handlers do the same.
-``load=`` evaluates without Hydra's run machinery, so no run folder is made for it. Inside the
-Hydra job, a refused run removes the (empty) folder Hydra made for it. ``--version`` is her-rl's;
-``--help`` is Hydra's, with her-run's template (``conf/hydra/help/her_rl.yaml``).
+The command is composed (Hydra, :mod:`her_rl.config.compose`) and checked before anything is created:
+flags and overrides that would make Hydra run code (:func:`her_rl.config.overrides.check_overrides`),
+group names, Hydra's own override and key errors, every key the run needs (a ``~KEY`` that deletes
+one is named), then every value, the env's spaces, the run folder and the checkpoint to resume
+(:func:`her_rl.run.plan.plan_run`). A single run is then trained here, from that one plan, with its
+folder locked from the check to the end; ``load=`` is evaluated here; a sweep's values, folder and
+launcher are checked (:mod:`her_rl.run.sweep`) and Hydra's launcher runs its jobs, each of which
+plans itself. A problem is one line ``her-run: error: ...`` (control characters escaped, a huge value
+cut to its ends) and exit status 2, with nothing created or written. A signal outside training ends
+her-run with 128 + the signal and one line saying what is on disk (:class:`her_rl.run.signals.Stage`);
+training's own handlers do the same. Importing this module loads no torch, so the signals are
+her-run's from its first moment. ``--version`` is her-rl's; ``--help`` is Hydra's, with her-run's
+template (``conf/hydra/help/her_rl.yaml``).
 """
 
 from __future__ import annotations
