@@ -31,6 +31,7 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
     from omegaconf.errors import OmegaConfBaseException
 
     from her_rl.config.compose import check_group_names, compose, hydra_message
+    from her_rl.config.overrides import single_job_dir
     from her_rl.errors import ConfigError, one_line
     from her_rl.run.runner import run
 
@@ -46,29 +47,12 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
     overrides = list(overrides)
     try:
         check_group_names(overrides)  # first: an override that would run code is refused as her-run refuses it
-        out_dir = _run_dir(overrides, out_dir)
+        out_dir = single_job_dir(overrides, out_dir)
         overrides = [o for o in overrides if o.split("=", 1)[0] != "hydra.run.dir"]
         cfg = compose(overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(hydra_message(exc, overrides)) from None
     return run(cfg, out_dir=out_dir, overrides=overrides)
-
-
-def _run_dir(overrides: list[str], out_dir: str | Path | None) -> str | Path | None:
-    """``hydra.run.dir=D`` among the overrides is ``out_dir=D`` (both given: they must agree); any other
-    ``hydra.`` key is refused, since ``train`` runs one job without Hydra's launcher."""
-    from her_rl.errors import ConfigError
-
-    for override in overrides:
-        key, _, value = override.partition("=")
-        if key == "hydra.run.dir":
-            if out_dir is not None and Path(out_dir) != Path(value):
-                raise ConfigError(f"hydra.run.dir={value} and out_dir={out_dir} name two folders; give one")
-            out_dir = value
-        elif key.lstrip("+~").startswith("hydra.") or key.lstrip("+~").startswith("hydra/"):
-            raise ConfigError(f"{override} is not accepted by her_rl.train, which runs one job in out_dir without "
-                              "Hydra's launcher; use her-run for Hydra's settings")
-    return out_dir
 
 
 def evaluate(policy: Policy, episodes: int = 100, seed: int = 0) -> dict[str, float]:

@@ -10,6 +10,7 @@ names code only through algo._target_, checked against the registry.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from her_rl.errors import ConfigError
 
@@ -166,4 +167,19 @@ def one_value_each(overrides: list[str]) -> list[str]:
     return out
 
 
-__all__ = ["HYDRA_GROUPS", "HYDRA_DIRS", "HYDRA_SETTINGS", "check_overrides", "one_value_each", "sweep_values"]
+
+def single_job_dir(overrides: list[str], out_dir: str | Path | None) -> str | Path | None:
+    """``hydra.run.dir=D`` among the overrides is ``out_dir=D`` (both given: they must agree); any other
+    ``hydra.`` key is refused, since ``her_rl.train`` runs one job without Hydra's launcher."""
+    for override in overrides:
+        key, _, value = override.partition("=")
+        if key == "hydra.run.dir":
+            if out_dir is not None and Path(out_dir) != Path(value):
+                raise ConfigError(f"hydra.run.dir={value} and out_dir={out_dir} name two folders; give one")
+            out_dir = value
+        elif key.lstrip("+~").startswith("hydra.") or key.lstrip("+~").startswith("hydra/"):
+            raise ConfigError(f"{override} is not accepted by her_rl.train, which runs one job in out_dir without "
+                              "Hydra's launcher; use her-run for Hydra's settings")
+    return out_dir
+
+__all__ = ["single_job_dir", "HYDRA_GROUPS", "HYDRA_DIRS", "HYDRA_SETTINGS", "check_overrides", "one_value_each", "sweep_values"]
