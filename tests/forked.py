@@ -35,6 +35,8 @@ def _warm() -> None:
 
     for ep in _SCRIPTS.values():
         ep.load()
+    import her_rl.run.runner  # noqa: F401  (her-run imports the runner only once its signals are taken)
+
     torch.set_num_threads(1)
 
 
