@@ -84,9 +84,10 @@ def _is_int(v: Any) -> bool:
 def _is_real(v: Any) -> bool:
     if not isinstance(v, numbers.Real) or isinstance(v, bool):
         return False
-    if isinstance(v, numbers.Integral):  # math.isfinite raises on an integer past the float range
-        return abs(int(v)).bit_length() <= 1024
-    return math.isfinite(v)
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:  # an integer past the float range: no finite number
+        return False
 
 
 def integer(lo: int | None = None, hi: int | None = None) -> Rule:

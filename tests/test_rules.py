@@ -134,6 +134,11 @@ def test_real_refuses_an_integer_too_large_for_a_float(value):
     refused(POSITIVE if value > 0 else real(0), value)
 
 
+def test_real_refuses_the_integers_just_past_the_largest_float_and_accepts_the_largest_that_fits():
+    refused(POSITIVE, 2**1024 - 1)  # 1,024 bits, yet past float's largest finite value
+    POSITIVE.check("algo.k", 2**1023)
+
+
 # optional, choice, BOOL, TEXT, SEED, HIDDEN, GRAD_NORM ---------------------------------------------------------------
 
 def test_optional_accepts_none_and_what_its_rule_accepts():
