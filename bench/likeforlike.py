@@ -36,7 +36,7 @@ from bench.tables import fmt, markdown
 
 PAIRS = ("zoo", "twins")
 ZOO_OURS = "her_ddpg"
-TWIN_ALGOS = tuple(zoo.TWINS)
+TWIN_ALGOS = ("her_sac", "her_ddpg", "her_td3")  # the twins pair (her_crossq's twin: bench.frontier)
 FETCH_CYCLE = ["algo.episodes_per_cycle=2"]  # twins on Fetch: the cycle of the Fetch tuned files, her_td3 too
 NO_CHECKPOINTS = ["checkpoint.every_s=1000000000", "checkpoint.save_replay=false"]
 

@@ -5,7 +5,8 @@ kinds:
   FetchReach (``normalize: True``: VecNormalize of observations and rewards), TQC + HER
   (sb3-contrib) on FetchPush, FetchPickAndPlace and FetchSlide.
 * ``twin``: the SB3 algorithm that matches one of our learners (her_sac -> SAC, her_ddpg -> DDPG,
-  her_td3 -> TD3, each with HerReplayBuffer), given the values of our composed config
+  her_td3 -> TD3, each with HerReplayBuffer; her_crossq -> SAC, since SB3 has no CrossQ for
+  dict observations: the same net, batch, gamma, updates per env step and HER settings), given the values of our composed config
   (:func:`twin_settings`): network, batch, gamma, learning rate, buffer, HER k and strategy, the
   updates per env step and the target networks' decay per cycle.
 
@@ -45,7 +46,7 @@ ZOO: dict[str, dict[str, Any]] = {
                       "strategy": "future", "normalize": True},
     "FetchPush-v4": _TQC, "FetchPickAndPlace-v4": _TQC, "FetchSlide-v4": _TQC,
 }
-TWINS = {"her_sac": "sac", "her_ddpg": "ddpg", "her_td3": "td3"}
+TWINS = {"her_sac": "sac", "her_crossq": "sac", "her_ddpg": "ddpg", "her_td3": "td3"}
 STRATEGIES = ("future", "final", "episode")  # the hindsight strategies SB3's HerReplayBuffer has
 
 
@@ -88,7 +89,8 @@ def twin_settings(algo: Mapping[str, Any], horizon: int) -> dict[str, Any]:
     name = str(algo["name"])
     if name not in TWINS:
         raise ValueError(f"{name} has no SB3 twin (one of {', '.join(TWINS)})")
-    lrs = {float(algo["actor_lr"]), float(algo["critic_lr"])} | ({float(algo["alpha_lr"])} if name == "her_sac" else set())
+    soft = TWINS[name] == "sac"  # her_sac, and her_crossq: SAC is its nearest SB3 learner with HER
+    lrs = {float(algo["actor_lr"]), float(algo["critic_lr"])} | ({float(algo["alpha_lr"])} if soft else set())
     if len(lrs) > 1:
         raise ValueError(f"{name}: SB3 takes one learning rate; ours has {sorted(lrs)}")
     if algo["strategy"] not in STRATEGIES or float(algo.get("random_mix") or 0) or int(algo.get("n_step", 1)) != 1:
@@ -104,7 +106,7 @@ def twin_settings(algo: Mapping[str, Any], horizon: int) -> dict[str, Any]:
          "updates_per_env_step": updates / (episodes * horizon),
          "normalize": algo["normalize"] is not False, "norm_clip": float(algo["norm_clip"]),
          "target_decay_per_cycle": polyak}
-    if name == "her_sac":  # one target step per train() call: exactly ours
+    if soft:  # one target step per train() call: exactly her_sac (her_crossq has no targets to move)
         s.update(tau=1 - polyak, target_update_interval=updates, alpha_init=float(algo["alpha_init"]),
                  autotune=bool(algo["autotune"]), target_entropy=algo["target_entropy"])
     else:

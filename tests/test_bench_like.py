@@ -139,7 +139,7 @@ def test_jobs_alternate_sides_seed_by_seed_and_bad_protocols_are_refused():
     planned = lfl.jobs("twins", ["fetch_reach"], [0, 1], 10_000, 1_000, 50)
     assert [(j["pair"], j["side"], j["seed"]) for j in planned[:4]] == [
         ("her_sac", "ours", 0), ("her_sac", "sb3", 0), ("her_sac", "ours", 1), ("her_sac", "sb3", 1)]
-    assert {j["pair"] for j in planned} == set(zoo.TWINS)
+    assert {j["pair"] for j in planned} == set(lfl.TWIN_ALGOS)
     assert "at least 50" in lfl.refusal(lfl.jobs("zoo", ["fetch_reach"], [0], 10_000, 1_000, 20))
     assert "multiple" in lfl.refusal(lfl.jobs("zoo", ["fetch_reach"], [0], 10_500, 1_000, 50))
     assert "whole number" in lfl.refusal([j for j in lfl.jobs("zoo", ["fetch_reach"], [0], 1_050, 1_050, 50)
@@ -166,7 +166,7 @@ def test_twin_settings_follow_our_composed_config(algo):
         ours["hidden"], ours["batch_size"], ours["gamma"], ours["actor_lr"], ours["buffer_size"])
     assert (s["n_sampled_goal"], s["strategy"]) == (ours["k"], ours["strategy"])
     assert s["gradient_steps"] / (s["train_freq_episodes"] * lfl.HORIZON) == ours["updates_per_cycle"] / cycle
-    targets_per_cycle = 1 if algo == "her_sac" else s["gradient_steps"] / s.get("policy_delay", 1)
+    targets_per_cycle = 1 if s["algo"] == "sac" else s["gradient_steps"] / s.get("policy_delay", 1)
     assert (1 - s["tau"]) ** targets_per_cycle == pytest.approx(ours["polyak"])
     with pytest.raises(ValueError, match="one learning rate"):
         zoo.twin_settings({**ours, "critic_lr": 3e-4}, lfl.HORIZON)
@@ -191,7 +191,7 @@ def test_built_twin_carries_our_values(algo):
     linear = [m.out_features for m in model.actor.modules() if m.__class__.__name__ == "Linear"]
     assert linear[:len(ours["hidden"])] == ours["hidden"]
     assert model.get_vec_normalize_env() is not None and model.get_vec_normalize_env().clip_obs == ours["norm_clip"]
-    if algo == "her_sac":
+    if algo in ("her_sac", "her_crossq"):  # her_crossq's twin is SB3's SAC
         assert model.target_update_interval == ours["updates_per_cycle"]
         assert model.tau == pytest.approx(1 - ours["polyak"])
     else:

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from her_rl.config import bookkeeping
-from her_rl.folder import resume
+from her_rl.config.saved import merge
 from her_rl.errors import ConfigError
 from her_rl.run.logger import hparams_of
 from her_rl.config.compose import compose
@@ -58,11 +58,11 @@ def test_resume_takes_changes_of_bookkeeping_keys_and_refuses_every_other_change
         current = json.loads(json.dumps(saved))
         _set(current, key, value)
         if bookkeeping.is_bookkeeping(key):
-            effective, changes = resume.merge(saved, current, [f"{key}={value}"])
+            effective, changes = merge(saved, current, [f"{key}={value}"])
             assert key in changes and _get(effective, key) == value, key
         else:
             with pytest.raises(ConfigError, match="cannot resume"):
-                resume.merge(saved, current, [f"{key}={value}"])
+                merge(saved, current, [f"{key}={value}"])
 
 
 def test_sweep_folder_names_leave_out_exactly_the_bookkeeping_keys():

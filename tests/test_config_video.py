@@ -1,4 +1,4 @@
-"""The video keys (her_rl.config.video): the short form, their defaults, and when they are accepted."""
+"""The video keys (her_rl.config.video): the short form, their defaults, and their one check."""
 
 import pytest
 
@@ -10,17 +10,25 @@ def test_short_form_becomes_the_enabled_key_and_nothing_else_changes():
     given = ["load=runs/a", "video=true", "video.episodes=5", "+video=False", "n=3", "video.format=gif"]
     assert keys.expand_overrides(given) == ["load=runs/a", "video.enabled=true", "video.episodes=5",
                                              "+video.enabled=false", "n=3", "video.format=gif"]
-    assert keys.settings(True) == {**keys.DEFAULTS, "enabled": True}
-    assert keys.settings({"enabled": True, "episodes": 5})["episodes"] == 5
+
+
+def test_options_fill_the_defaults_under_what_was_given_and_take_a_python_callers_bare_bool():
+    assert keys.options({"load": "runs/a", "video": True}, None) == {**keys.DEFAULTS, "enabled": True}
+    assert keys.options({"load": "runs/a"}, None) == keys.DEFAULTS
+    got = keys.options({"load": "runs/a", "video": {"enabled": True, "episodes": 5}}, ["video=true"])
+    assert (got["enabled"], got["episodes"], got["fps"]) == (True, 5, keys.DEFAULTS["fps"])
 
 
 def test_video_keys_without_load_and_video_keys_without_video_are_refused():
     with pytest.raises(ConfigError, match="need load=RUN_DIR"):
-        keys.refuse_without_load({"load": None, "video": {"enabled": False}}, ["video.episodes=2"])
+        keys.options({"load": None, "video": {"enabled": False}}, ["video.episodes=2"])
     with pytest.raises(ConfigError, match="need load=RUN_DIR"):
-        keys.refuse_without_load({"load": None, "video": {"enabled": True}}, None)
-    keys.refuse_without_load({"load": "runs/a", "video": {"enabled": True}}, ["video.enabled=true"])
-    keys.refuse_without_load({"load": None, "video": {"enabled": False}}, ["n=3"])
+        keys.options({"load": None, "video": {"enabled": True}}, None)
+    with pytest.raises(ConfigError, match="need load=RUN_DIR"):
+        keys.options({"video": True}, None)
+    assert keys.options({"load": "runs/a", "video": {"enabled": True}}, ["video.enabled=true"])["enabled"] is True
+    assert keys.options({"load": None, "video": {"enabled": False}}, ["n=3"])["enabled"] is False
     with pytest.raises(ConfigError, match="video.episodes is given but video is off"):
-        keys.check_given(keys.settings(None), ["load=a", "video.episodes=2"])
-    keys.check_given(keys.settings(True), ["load=a", "video.enabled=true", "video.episodes=2"])
+        keys.options({"load": "a", "video": None}, ["load=a", "video.episodes=2"])
+    assert keys.options({"load": "a", "video": {"enabled": True}}, ["load=a", "video.enabled=true",
+                                                                     "video.episodes=2"])["enabled"] is True

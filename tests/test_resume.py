@@ -1,4 +1,4 @@
-"""Resume by folder and load= (her_rl/folder/resume.py): the saved config plus safe changes, refusals that
+"""Resume by folder and load= (her_rl/config/saved.py, her_rl/folder/resume.py): the saved config plus safe changes, refusals that
 write nothing, and a crashed run that resumes to the same result as one that never stopped."""
 
 import json

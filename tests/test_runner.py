@@ -92,3 +92,35 @@ def test_a_refused_config_writes_nothing(tmp_path):
     with pytest.raises(ConfigError, match="^seed=-1 is not allowed"):
         runner.run(compose(["n=4", "seed=-1"]), out_dir=tmp_path / "run")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_checks_its_config_once_in_its_plan_and_the_learner_does_not_check_it_again(tmp_path, monkeypatch):
+    from her_rl.algos.base import Learner
+    from her_rl.config import checks
+
+    calls = {"plan": 0, "learner": 0}
+    plan_check, learner_check = checks.check, Learner.check_config.__func__
+
+    def counted_check(*args, **kwargs):
+        calls["plan"] += 1
+        return plan_check(*args, **kwargs)
+
+    def counted_learner(cls, values):
+        calls["learner"] += 1
+        return learner_check(cls, values)
+
+    monkeypatch.setattr(checks, "check", counted_check)
+    monkeypatch.setattr("her_rl.run.plan.check", counted_check)
+    monkeypatch.setattr(Learner, "check_config", classmethod(counted_learner))
+    runner.main(ARGS, out_dir=tmp_path / "run")
+    assert calls == {"plan": 1, "learner": 1}  # the learner's rules, once: inside the plan's check
+
+
+def test_a_learner_built_outside_a_plan_checks_its_own_values():
+    from her_rl.algos.her_dqn import HerDQN
+    from her_rl.config.checks import resolved
+
+    env = resolved(compose(["n=4"]))["env"]
+    with pytest.raises(ConfigError, match="batch_size"):
+        HerDQN(env=env, batch_size=0)
+    assert HerDQN(env=env, batch_size=0, checked=True).batch_size == 0  # checked=True: the plan's word is taken

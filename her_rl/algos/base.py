@@ -46,6 +46,7 @@ class Learner:
     seed: int = 0
     device: str = "cpu"
     inference: bool = False
+    checked: bool = False
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:
@@ -54,7 +55,8 @@ class Learner:
         check_values(cls.RULES, values)
 
     def __post_init__(self) -> None:
-        self.check_config(self.hyperparameters())
+        if not self.checked:  # a planned run's values were checked once, by its plan
+            self.check_config(self.hyperparameters())
         self.device = torch.device(self.device)
         # the learner's own draws (policy samples, noise, minibatches): the global RNG may be anyone's
         self.generator = torch.Generator(device=self.device).manual_seed(int(self.seed))

@@ -38,7 +38,7 @@ def resolved(cfg: DictConfig | dict[str, Any], overrides: list[str] | None = Non
         raise ConfigError(f"cannot resolve the config: {one_line(exc)}") from None
 
 
-_PROBED: dict[tuple[str, str], EnvSpaces] = {}  # one probe per env config and process (her-run checks twice)
+_PROBED: dict[tuple[str, str], EnvSpaces] = {}  # one probe per env config and process: a sweep checks each variant, then its jobs plan
 
 
 def by_size(size: Any, table: dict[Any, Any]) -> Any:

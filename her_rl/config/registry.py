@@ -106,9 +106,11 @@ def resolve_target(algo: str, target: str | None) -> type:
     return getattr(importlib.import_module(module), cls)
 
 
-RUNTIME_ARGS = ("env", "seed", "device", "inference")
+RUNTIME_ARGS = ("env", "seed", "device", "inference", "checked")
 """Constructor arguments the runner passes itself; never config keys. ``inference=True`` builds
-only what acting needs (networks, input statistics): no training envs, no replay memory."""
+only what acting needs (networks, input statistics): no training envs, no replay memory.
+``checked=True``: the values passed the class's rules already (her_rl/config/checks.py, in the
+run's plan), so the constructor does not check them a second time."""
 
 
 def accepted_params(name: str) -> list[str]:

@@ -1,8 +1,8 @@
 """The ``video`` keys: their defaults, the short form ``video=true``, and when they are accepted.
 
 The config key is a table (``video.enabled``, ``video.episodes``, ...); :func:`expand_overrides` turns
-``video=true`` into ``video.enabled=true``, because an OmegaConf bool cannot also hold
-``video.episodes``. Videos are recorded from a saved run (``load=``): :mod:`her_rl.run.video` records.
+``video=true`` into ``video.enabled=true`` as the command line is composed, because an OmegaConf bool
+cannot also hold ``video.episodes``; :func:`options` is their one check. Videos are recorded from a saved run (``load=``): :mod:`her_rl.run.video` records.
 """
 
 from __future__ import annotations
@@ -42,30 +42,21 @@ def _given(overrides: list[str] | None) -> list[str]:
     return [k for k in keys if k.split(".")[0] == "video"]
 
 
-def refuse_without_load(cfg: dict[str, Any], overrides: list[str] | None) -> None:
-    """Videos are recorded from a saved run: ``video`` keys on a training command are refused."""
-    value = cfg.get("video")
-    wanted = value is True or (isinstance(value, Mapping) and value.get("enabled") is True)  # dict or DictConfig
-    if not cfg.get("load") and (_given(overrides) or wanted):
+def options(current: Mapping[str, Any], overrides: list[str] | None) -> dict[str, Any]:
+    """The one check of the ``video`` keys, for training and ``load=`` alike: the table this command
+    records with (:data:`DEFAULTS` under what was given; the bare bool ``video=true`` of a Python
+    caller's dict counts as ``video.enabled``). Refused in one line: video keys on a training command
+    (videos are recorded from a saved run), and ``video.episodes=5`` alone, which would record nothing.
+    Values are checked by the schema."""
+    value = current.get("video")
+    table = {**DEFAULTS, **({"enabled": value} if isinstance(value, bool) else dict(value or {}))}
+    given = _given(overrides)
+    if not current.get("load") and (given or table["enabled"] is True):
         raise ConfigError("video keys need load=RUN_DIR: videos are recorded from a trained run "
                           "(her-run load=RUN_DIR video=true)")
-
-
-def check_given(options: dict[str, Any], overrides: list[str] | None) -> None:
-    """``video.episodes=5`` alone would record nothing: say so instead of evaluating silently."""
-    given = _given(overrides)
-    if given and not options["enabled"] and not {"video", "video.enabled"} & set(given):
+    if given and table["enabled"] is False and not {"video", "video.enabled"} & set(given):
         raise ConfigError(f"{given[0]} is given but video is off: add video=true to record")
+    return table
 
 
-def settings(value: Any) -> dict[str, Any]:
-    """The ``video`` table from a config value: a table, or the bare bool ``video=true`` leaves when
-    given without :func:`expand_overrides` (Python callers); values are checked by the schema."""
-    if value is None:
-        return dict(DEFAULTS)
-    if isinstance(value, bool):
-        return {**DEFAULTS, "enabled": value}
-    return {**DEFAULTS, **dict(value)}
-
-
-__all__ = ["DEFAULTS", "check_given", "expand_overrides", "refuse_without_load", "settings"]
+__all__ = ["DEFAULTS", "expand_overrides", "options"]

@@ -118,16 +118,17 @@ def load_state(agent: Any, state: dict[str, Any], path: str | Path | None, algo:
 
 
 def make_agent(config: dict[str, Any], device: str = "cpu", *, inference: bool = False,
-               state: dict[str, Any] | None = None, source: str | Path | None = None) -> Any:
+               state: dict[str, Any] | None = None, source: str | Path | None = None, checked: bool = False) -> Any:
     """The agent of a run's resolved ``config`` on ``device`` (``cpu``, ``cuda``, ``auto``).
 
     ``inference``: only what acting needs (networks, input statistics), no training envs and no
     replay memory. ``state``: a saved agent state to load (its replay memory too, unless
     ``inference``), checked first (see :func:`check_state`); ``source`` is the checkpoint it came
-    from, named if the state does not fit.
+    from, named if the state does not fit. ``checked``: the config passed :func:`her_rl.config.checks.check`
+    (a plan's), so the learner does not check its values again.
     """
     agent = build_agent(config["algo"], env=config["env"], seed=int(config.get("seed", 0)),
-                        device=device_name(device), inference=inference)
+                        device=device_name(device), inference=inference, checked=checked)
     if state is not None:
         if inference:
             state = {k: v for k, v in state.items() if k != "memory"}

@@ -26,7 +26,7 @@ from her_rl.config.checks import resolved, validate
 from her_rl.envs import make_vec
 from her_rl.envs.checks import episode_cap
 from her_rl.errors import ConfigError, EnvError, OutputError
-from her_rl.folder.resume import check_saved, merge
+from her_rl.config.saved import check_saved, merge
 from her_rl.rl.success import EpisodeSuccess, SuccessRule
 from her_rl.folder.rundir import CHECKPOINT
 from her_rl.config.schema import TOP
@@ -109,9 +109,8 @@ def evaluate_checkpoint(cfg: DictConfig, out_dir: str | Path | None = None,
     saved = checkpoint.load(path)
     check_saved(saved, path)
     config, _ = merge(saved["config"], current, overrides, verb="evaluate", extra_safe=("seed",))
-    config["video"] = video_keys.settings(current.get("video"))  # this command's, not the saved run's
+    config["video"] = video_keys.options(current, overrides)  # this command's, not the saved run's
     validate(config)
-    video_keys.check_given(config["video"], overrides)
     out = Path(out_dir) if out_dir is not None else path.parent
     lock = output_folder(out, VIDEOS if config["video"]["enabled"] else EVAL, given=out_dir is not None)
     try:
@@ -175,7 +174,8 @@ def _writing(out: Path, lock: rundir.RunLock | None):
 def _evaluate_saved(path: Path, saved: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """The greedy evaluation of a saved agent: the eval.json report."""
     torch.set_num_threads(int(config["threads"]))
-    agent = make_agent(config, config["device"], inference=True, state=saved["agent"], source=path)
+    agent = make_agent(config, config["device"], inference=True, state=saved["agent"], source=path,
+                       checked=True)  # validate() checked it
     episodes, seed = int(config["eval"]["episodes"]), int(config["seed"])
     envs = make_vec(config["env"], episodes, seed=seed)
     try:

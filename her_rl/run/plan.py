@@ -18,13 +18,14 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from her_rl.folder import checkpoint, rundir
-from her_rl.config.video import refuse_without_load
+from her_rl.config import video
 from her_rl.run import requeue
 from her_rl.config.checks import check, interpolations, resolved
 from her_rl.envs.custom import import_env_module, import_given
 from her_rl.errors import ConfigError
 from her_rl.config.registry import EnvSpaces
-from her_rl.folder.resume import check_resume, check_saved, merge, read_saved_config, stamp
+from her_rl.config.saved import check_saved, merge
+from her_rl.folder.resume import check_resume, read_saved_config, stamp
 from her_rl.folder.rundir import CHECKPOINT, CONFIG, RESULTS
 from her_rl.rules import check_path
 from her_rl.config.schema import TOP, check_required
@@ -136,7 +137,7 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
     check_required(OmegaConf.to_container(cfg) if isinstance(cfg, DictConfig) else cfg, overrides)
     current = resolved(cfg, overrides)
     TOP["resume"].check("resume", current.get("resume"))
-    refuse_without_load(current, overrides)
+    video.options(current, overrides)  # refuses video keys: training records none
     import_given(overrides)  # env.id=module:Env-v0 given by the user: import the module that registers it
     out = _out_dir(current, out_dir)
     rundir.check_folder(out, ignore=_hydra_files())  # creatable, writable, and empty or a run's own

@@ -188,7 +188,7 @@ def load(path: str | Path, device: str = "cpu") -> Policy:
     first: loading a checkpoint never imports a module by itself."""
     from her_rl.run.build import make_agent
     from her_rl.config.checks import check_device
-    from her_rl.folder.resume import check_saved
+    from her_rl.config.saved import check_saved
 
     if not isinstance(path, (str, os.PathLike)):
         raise CheckpointError(f"load needs a run folder or a checkpoint.pt path (a str or Path), got {type(path).__name__}")
@@ -201,5 +201,5 @@ def load(path: str | Path, device: str = "cpu") -> Policy:
     if not isinstance(config.get("algo"), dict) or not isinstance(config.get("env"), dict):
         raise CheckpointError(f"cannot load checkpoint {ckpt}: its config has no algo or env group")
     check_saved(saved, ckpt)
-    agent = make_agent(config, device, inference=True, state=dict(saved["agent"]), source=ckpt)
+    agent = make_agent(config, device, inference=True, state=dict(saved["agent"]), source=ckpt, checked=True)
     return Policy(agent, config, ckpt)

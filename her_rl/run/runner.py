@@ -25,7 +25,7 @@ from her_rl.run.build import make_agent
 from her_rl.errors import OutputError
 from her_rl.run.evaluation import evaluate_checkpoint
 from her_rl.run.plan import Plan, given_overrides, plan_run
-from her_rl.folder.resume import describe
+from her_rl.config.saved import describe
 from her_rl.rl.utils import set_seed
 from her_rl.folder.rundir import RESULTS
 from her_rl.folder.state import RunState
@@ -63,7 +63,8 @@ def train(plan: Plan) -> dict[str, Any]:
     config, saved = plan.config, plan.saved
     torch.set_num_threads(int(config["threads"]))
     set_seed(int(config["seed"]))
-    agent = make_agent(config, config["device"], state=saved["agent"] if saved else None, source=plan.checkpoint)
+    agent = make_agent(config, config["device"], state=saved["agent"] if saved else None, source=plan.checkpoint,
+                       checked=True)
     state = RunState.restore(saved["runner"], plan.checkpoint) if saved else RunState()
     if saved is not None:
         checkpoint.set_rng_state(saved["rng"])

@@ -1,0 +1,185 @@
+"""The Fetch frontier: a preset (``experiment=fetch_push_frontier`` and its siblings) against its SB3
+twin (SB3 SAC + HER given the preset's net, batch, gamma, updates per env step and HER settings:
+:func:`bench.zoo.twin_settings`), one protocol on both sides, rows kept in ``docs/bench/fetch_frontier.json``:
+
+    {"rows": [{"side": "ours" | "sb3", "algo", "env", "seed", "preset", "eval_episodes",
+               "overrides" (ours) | "settings" (sb3), "evals": [[env_steps, success, wall_s], ...]}]}
+
+Protocol: an evaluation of ``eval.episodes`` fresh greedy episodes (a new seed each time) every
+``eval.every_env_steps`` env steps of the preset, success = ``is_success`` at each episode's last
+step; wall seconds count from the start of training and include the evaluations; one torch thread.
+The rows file is read, extended and rewritten atomically under a lock after every run, so runs of
+several processes (one per seed) land in one file as they finish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import statistics
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from bench import peers, zoo
+from bench.continuous import HORIZON
+from bench.stats import first_reaching, interval
+from bench.tables import markdown
+
+PRESETS = ("fetch_push_frontier", "fetch_pick_and_place_frontier", "fetch_slide_frontier")
+
+
+def preset_config(preset: str) -> Any:
+    from her_rl.config.compose import compose
+
+    return compose([f"experiment={preset}"])
+
+
+def env_id(preset: str) -> str:
+    return str(preset_config(preset).env.id)
+
+
+def twin(preset: str) -> dict[str, Any]:
+    """The SB3 twin's settings for the preset's composed learner."""
+    from omegaconf import OmegaConf
+
+    return zoo.twin_settings(OmegaConf.to_container(preset_config(preset).algo, resolve=True), HORIZON)
+
+
+def run_sb3(preset: str, seed: int) -> dict[str, Any]:
+    """One SB3 twin run of the preset to its budget; its row."""
+    cfg, settings = preset_config(preset), twin(preset)
+    protocol = peers.Protocol(int(cfg.eval.every_env_steps), int(cfg.budget.env_steps), cap_at_evals=True)
+    run, _ = zoo.train_peer(settings, cfg.env.id, {}, seed, protocol, int(cfg.eval.episodes), HORIZON,
+                            f"SB3 twin {cfg.env.id} seed {seed}")
+    return {"side": "sb3", "algo": settings["algo"], "env": str(cfg.env.id), "seed": seed, "preset": preset,
+            "eval_episodes": int(cfg.eval.episodes), "settings": settings,
+            "evals": [[int(step), float(value), float(wall)] for step, wall, value in run.curve]}
+
+
+def run_ours(preset: str, seed: int) -> dict[str, Any]:
+    """One run of ``her-run experiment=<preset> seed=<seed>`` to its budget (no early stop); its row."""
+    from bench.likeforlike import training_start
+    from bench.ours import run_ours as her_run
+
+    overrides = [f"experiment={preset}", f"seed={seed}", "eval.stop_when_solved=false", "progress=false", "threads=1"]
+    run = her_run(overrides)
+    points = run.metrics.get("eval/success_rate", [])
+    start = training_start(run.metrics, {p.step for p in points})
+    cfg = preset_config(preset)
+    return {"side": "ours", "algo": str(cfg.algo.name), "env": str(cfg.env.id), "seed": seed, "preset": preset,
+            "eval_episodes": int(cfg.eval.episodes), "overrides": overrides,
+            "evals": [[p.step, round(p.value, 3), round(p.wall_time - start, 1)] for p in points]}
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def add_row(path: str | Path, row: dict[str, Any]) -> None:
+    """Append ``row`` to the rows file (created when missing), atomically and under a lock."""
+    from bench.jobs import write_report
+
+    path = Path(path)
+    with _locked(path):
+        report = json.loads(path.read_text()) if path.exists() else {"rows": []}
+        report["rows"].append(row)
+        write_report(path, report)
+
+
+# ---------------------------------------------------------------- reading the rows
+
+
+def frontier_rows(rows: Sequence[dict[str, Any]], preset: str) -> dict[str, list[dict[str, Any]]]:
+    """side -> the rows of the preset's runs (rows of other settings are left out)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("preset") == preset:
+            out.setdefault(r["side"], []).append(r)
+    return out
+
+
+def side_name(rows: Sequence[dict[str, Any]]) -> str:
+    r = rows[0]
+    return r["algo"] if r["side"] == "ours" else f"SB3 {r['algo'].upper()} + HER (twin)"
+
+
+def at_steps(rows: Sequence[dict[str, Any]]) -> dict[int, list[float]]:
+    points: dict[int, list[float]] = {}
+    for r in rows:
+        for step, success, _ in r["evals"]:
+            points.setdefault(int(step), []).append(float(success))
+    return dict(sorted(points.items()))
+
+
+def to_level(row: dict[str, Any], level: float) -> int | None:
+    hit = first_reaching([(s, w, v) for s, v, w in row["evals"]], level)
+    return int(hit[0]) if hit else None
+
+
+def step_table(rows: Sequence[dict[str, Any]], preset: str) -> str:
+    """Per evaluation point, each side's median and IQM [95% bootstrap interval] over its seeds."""
+    sides = frontier_rows(rows, preset)
+    points = {side: at_steps(rs) for side, rs in sides.items()}
+    header = ["env steps"] + [h for side in sides for h in (f"{side_name(sides[side])} median", "IQM [95% CI]")]
+    body = []
+    for step in sorted({s for p in points.values() for s in p}):
+        cells: list[Any] = [f"{step:,}"]
+        for side in sides:
+            got = points[side].get(step)
+            iv = interval(got) if got else None
+            cells += [f"{iv.median:.2f} (n={iv.n})", iv.fmt("iqm")] if iv else ["-", "-"]
+        body.append(cells)
+    return markdown(header, "r" * len(header), body)
+
+
+def level_table(rows: Sequence[dict[str, Any]], preset: str, levels: Sequence[float] = (0.5, 0.9)) -> str:
+    """Per run: env steps to each success level (- when never reached), its last evaluation and wall."""
+    body = []
+    for side, rs in frontier_rows(rows, preset).items():
+        for r in sorted(rs, key=lambda r: r["seed"]):
+            last = r["evals"][-1] if r["evals"] else [0, None, None]
+            body.append([side_name(rs), r["seed"], *(_steps(to_level(r, lv)) for lv in levels),
+                         f"{last[1]:.2f} at {last[0]:,}", f"{last[2]:,.0f}"])
+        medians = [statistics.median([v if (v := to_level(r, lv)) is not None else float("inf") for r in rs])
+                   for lv in levels]
+        body.append([f"**{side_name(rs)} median**", f"n={len(rs)}", *(_steps(m) for m in medians), "", ""])
+    header = ["learner", "seed", *(f"env steps to {lv}" for lv in levels), "last evaluation", "wall s"]
+    return markdown(header, "llrrrr", body)
+
+
+def _steps(v: float | None) -> str:
+    return "-" if v is None or v == float("inf") else f"{int(v):,}"
+
+
+def plot(rows: Sequence[dict[str, Any]], preset: str, path: str | Path) -> None:
+    """Success against env steps: per side the median over seeds as a line, the interquartile range as a band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(5.6, 3.6))
+    for side, rs in frontier_rows(rows, preset).items():
+        points = at_steps(rs)
+        steps = np.array(list(points))
+        vals = [np.array(v) for v in points.values()]
+        (line,) = ax.plot(steps, [np.median(v) for v in vals], marker="o", markersize=2.5,
+                          label=f"{side_name(rs)} (n={len(rs)})")
+        ax.fill_between(steps, [np.percentile(v, 25) for v in vals], [np.percentile(v, 75) for v in vals],
+                        color=line.get_color(), alpha=0.25)
+    ax.set_title(f"{env_id(preset)}: experiment={preset}", fontsize=9)
+    ax.set_xlabel("env steps")
+    ax.xaxis.set_major_formatter(lambda v, _: f"{v / 1000:g}k" if v else "0")
+    ax.set_ylabel("greedy success (50 episodes)")
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,54 @@
+"""The Fetch frontier presets against their SB3 twins (:mod:`bench.frontier`): run seeds of one side
+and add their rows to a JSON file as each finishes, or report on the file (tables and curves).
+
+    .venv/bin/python scripts/bench_fetch_frontier.py --side sb3 --seeds 0 1 2 --json docs/bench/fetch_frontier.json
+    .venv/bin/python scripts/bench_fetch_frontier.py --report docs/bench/fetch_frontier.json --png push.png
+
+Seeds run one after another in this process (one torch thread); start one process per seed to use
+more cores: the rows file is extended under a lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ lies beside the package
+from bench import frontier  # noqa: E402
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="fetch_push_frontier", choices=frontier.PRESETS)
+    p.add_argument("--side", choices=("ours", "sb3"), help="run this side's seeds")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--json", type=Path, help="add each run's row to this file")
+    p.add_argument("--report", type=Path, help="print the tables of this rows file")
+    p.add_argument("--png", type=Path, help="with --report: write the curves here")
+    args = p.parse_args(argv)
+    if args.report:
+        if not args.report.is_file():
+            p.error(f"--report {args.report}: no such file")
+        rows = json.loads(args.report.read_text())["rows"]
+        print(frontier.step_table(rows, args.preset), frontier.level_table(rows, args.preset), sep="\n\n")
+        if args.png:
+            frontier.plot(rows, args.preset, args.png)
+        return 0
+    if not (args.side and args.json):
+        p.error("give --side and --json to run, or --report to read")
+    if args.side == "sb3" and (why := frontier.zoo.missing("twin", frontier.env_id(args.preset))):
+        p.error(why)
+    for seed in args.seeds:
+        run = frontier.run_sb3 if args.side == "sb3" else frontier.run_ours
+        row = run(args.preset, seed)
+        frontier.add_row(args.json, row)
+        print(f"[frontier] {args.side} seed {seed}: last evaluation {row['evals'][-1] if row['evals'] else None}",
+              file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
