@@ -1,0 +1,56 @@
+"""bench/frontier.py: the Fetch frontier preset against its SB3 twin (rows, tables, curves)."""
+
+import json
+
+import pytest
+
+from bench import frontier, zoo
+
+PRESET = "fetch_push_frontier"
+
+
+def _row(side, seed, successes, every=10_000):
+    return {"side": side, "algo": "her_crossq" if side == "ours" else "sac", "env": "FetchPush-v4", "seed": seed,
+            "preset": PRESET, "eval_episodes": 50,
+            "evals": [[every * (i + 1), s, 100.0 * (i + 1)] for i, s in enumerate(successes)]}
+
+
+def test_the_twin_is_sb3_sac_with_the_presets_net_batch_gamma_rate_and_hindsight():
+    from omegaconf import OmegaConf
+
+    ours = OmegaConf.to_container(frontier.preset_config(PRESET).algo, resolve=True)
+    s = frontier.twin(PRESET)
+    assert ours["name"] == "her_crossq" and s["algo"] == "sac"
+    assert (s["net_arch"], s["batch_size"], s["gamma"], s["learning_rate"]) == (
+        ours["hidden"], ours["batch_size"], ours["gamma"], ours["critic_lr"])
+    assert (s["n_sampled_goal"], s["strategy"], s["updates_per_env_step"]) == (ours["k"], ours["strategy"], 0.4)
+    assert s["target_update_interval"] == s["gradient_steps"] == 40
+    assert zoo.TWINS["her_crossq"] == "sac"
+
+
+def test_rows_are_added_under_a_lock_and_keep_what_was_there(tmp_path):
+    path = tmp_path / "rows.json"
+    frontier.add_row(path, _row("ours", 0, [0.1]))
+    frontier.add_row(path, _row("sb3", 0, [0.0]))
+    rows = json.loads(path.read_text())["rows"]
+    assert [(r["side"], r["seed"]) for r in rows] == [("ours", 0), ("sb3", 0)]
+
+
+def test_tables_give_median_iqm_and_steps_to_each_level_per_side():
+    rows = [_row("ours", s, v) for s, v in enumerate([[0.2, 0.6, 0.95], [0.1, 0.5, 0.9], [0.0, 0.3, 0.7]])]
+    rows += [_row("sb3", s, [0.0, 0.1, 0.2]) for s in range(3)]
+    rows.append({**_row("ours", 9, [1.0, 1.0, 1.0]), "preset": None})  # another setting: left out
+    steps = frontier.step_table(rows, PRESET)
+    assert "0.50 (n=3)" in steps and "0.10 (n=3)" in steps  # the medians at 20,000
+    levels = frontier.level_table(rows, PRESET)
+    assert frontier.to_level(rows[0], 0.9) == 30_000 and frontier.to_level(rows[2], 0.9) is None
+    median_line = next(line for line in levels.splitlines() if "her_crossq median" in line)
+    assert "20,000" in median_line and "30,000" in median_line  # to 0.5: 20k, 20k, 30k; to 0.9: 30k, 30k, never
+    assert "n=3" in median_line
+
+
+def test_curves_are_drawn(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = [_row("ours", s, [0.1 * s, 0.5, 0.9]) for s in range(3)] + [_row("sb3", 0, [0.0, 0.0, 0.1])]
+    frontier.plot(rows, PRESET, tmp_path / "c.png")
+    assert (tmp_path / "c.png").stat().st_size > 1000
