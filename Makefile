@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
 # The third-party env families, the SB3 peers and Ray (robotics, panda, bench, ray extras): CI installs them so their tests run.
-.PHONY: install install-extras docs docs-serve run test bench bench-her bench-ppo bench-push bench-env bench-continuous bench-fetch clean
+.PHONY: install install-extras docs docs-serve run test bench bench-her bench-ppo bench-push bench-env bench-continuous bench-fetch bench-fetch-frontier clean
 
 install: $(STAMP)
 
@@ -90,6 +90,18 @@ bench-fetch: $(VENV)/.robotics
 	$(BIN)/python scripts/bench_like_for_like.py --envs fetch_push fetch_pick_and_place fetch_slide --pairs zoo \
 		--seeds 0 1 2 --budget 1000000 --eval-every 20000 --eval-episodes 50 --sb3-max-seconds 14400 \
 		--json bench_results/like_fetch_zoo_1m.json --png bench_results/like_fetch_zoo_1m.png
+
+# The FetchPush preset against its SB3 twin (docs/benchmarks/fetch.md): 3 seeds a side, one run per core
+# (about an hour each), rows added to bench_results/fetch_frontier.json as runs end; then the tables and curves.
+bench-fetch-frontier: $(VENV)/.robotics $(VENV)/.bench
+	mkdir -p bench_results
+	for seed in 0 1 2; do \
+		$(BIN)/python scripts/bench_fetch_frontier.py --side ours --seeds $$seed --json bench_results/fetch_frontier.json & \
+		$(BIN)/python scripts/bench_fetch_frontier.py --side sb3 --seeds $$seed --json bench_results/fetch_frontier.json; \
+		wait; \
+	done
+	$(BIN)/python scripts/bench_fetch_frontier.py --report bench_results/fetch_frontier.json \
+		--png bench_results/fetch_push_frontier.png
 
 bench-env: $(STAMP)
 	$(BIN)/python scripts/bench_env_speed.py --envs push drag bitflip --num-envs 64 256 --steps 2000
