@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from her_rl.errors import ConfigError
-from her_rl.rl.nets import ElementwiseQ
+from her_rl.rl.nets import ElementwiseDuelingQ, ElementwiseQ
 from her_rl.config.compose import compose
 from her_rl.run.runner import run
 
@@ -31,6 +31,22 @@ def test_elementwise_q_moves_with_its_elements_and_its_weights_fit_any_n():
     assert torch.allclose(out[0], out[3]) and torch.allclose(out[0], out[4]) and not torch.allclose(out[0], out[1])
 
 
+def test_dueling_elementwise_q_ranks_actions_by_their_own_element_alone():
+    torch.manual_seed(0)
+    q = ElementwiseDuelingQ(6, [8, 8])
+    x = torch.randn(4, 12)
+    perm = torch.tensor([5, 3, 0, 1, 2, 4])
+    torch.testing.assert_close(q(_permuted(x, 6, perm)), q(x)[:, perm])
+    y = x.clone()
+    y[:, [2, 8]] = torch.randn(4, 2)  # element 2 (its bit and goal bit) changes, the others stay
+    gap_x, gap_y = q(x)[:, 0] - q(x)[:, 1], q(y)[:, 0] - q(y)[:, 1]
+    torch.testing.assert_close(gap_x, gap_y)  # the ranking of actions 0 and 1 does not see element 2 (nor d)
+    assert not torch.allclose(q(x)[:, 2] - q(x)[:, 0], q(y)[:, 2] - q(y)[:, 0])
+    big = ElementwiseDuelingQ(10, [8, 8])
+    big.load_state_dict(q.state_dict())
+    assert big(torch.randn(2, 20)).shape == (2, 10)
+
+
 def test_elementwise_network_is_refused_where_actions_do_not_match_elements(tmp_path):
     with pytest.raises(ConfigError, match="algo.network=elementwise needs one action per observation and goal"):
         run(compose(["env=push", "algo.network=elementwise", "progress=false", "budget.env_steps=10"]),
@@ -52,12 +68,22 @@ def test_the_default_bitflip_settings_solve_64_bits_in_a_few_thousand_env_steps(
     assert results["solved"] and results["eval_success_rate"] >= 0.95, results
 
 
-@pytest.mark.parametrize("n, network, hidden, lr", [(5, "mlp", [256, 256], 0.003), (30, "mlp", [256, 256], 0.003),
-                                                    (31, "elementwise", [32, 32], 0.001),
-                                                    (4096, "elementwise", [32, 32], 0.001)])
-def test_the_bitflip_tuned_file_picks_its_settings_by_n(n, network, hidden, lr):
+def test_the_default_bitflip_settings_solve_300_bits_with_the_dueling_network(tmp_path):
+    cfg = compose(["n=300", "seed=0", "progress=false", "budget.env_steps=6000", "eval.every_env_steps=600"])
+    assert cfg.algo.network == "elementwise_dueling"
+    results = run(cfg, out_dir=tmp_path)
+    assert results["solved"] and results["eval_success_rate"] >= 0.95, results
+
+
+@pytest.mark.parametrize("n, network, hidden, lr, gamma, cycle, batch", [
+    (5, "mlp", [256, 256], 0.003, 0.98, 4, 256), (30, "mlp", [256, 256], 0.003, 0.98, 4, 256),
+    (31, "elementwise", [32, 32], 0.001, 0.98, 4, 256), (256, "elementwise", [32, 32], 0.001, 0.98, 4, 256),
+    (257, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64),
+    (4096, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64)])
+def test_the_bitflip_tuned_file_picks_its_settings_by_n(n, network, hidden, lr, gamma, cycle, batch):
     algo = compose([f"n={n}"]).algo
     assert (algo.network, list(algo.hidden), algo.lr) == (network, hidden, lr)
+    assert (algo.gamma, algo.episodes_per_cycle, algo.batch_size) == (gamma, cycle, batch)
     assert compose([f"n={n}", "algo.network=mlp"]).algo.network == "mlp"  # a command-line value still wins
 
 

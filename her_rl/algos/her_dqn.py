@@ -20,8 +20,9 @@ Departures from the paper's bit-flip setup (Andrychowicz et al. 2017), all confi
     * bits enter the network as +-1 instead of running-mean normalisation (the statistics of
       uniform random bits are known: mean 1/2, std 1/2); other inputs use the paper's running
       mean/std (``normalize``, ``norm_clip``);
-    * opt-in for bit-flip past 50 bits: ``network=elementwise``, one small Q-network shared by every
-      bit (``ElementwiseQ`` in her_rl/rl/nets.py), and ``random_mix``, a share of relabelled goals
+    * for bit-flip past 30 bits: ``network=elementwise``, one small Q-network shared by every
+      bit (``ElementwiseQ`` in her_rl/rl/nets.py), past 256 ``network=elementwise_dueling``
+      (``ElementwiseDuelingQ``: each bit's advantage from its own element), and ``random_mix``, a share of relabelled goals
       drawn from any stored step (far goals; measured, it did not help an MLP at n=64).
 """
 
@@ -36,10 +37,10 @@ import torch.nn.functional as F
 
 from her_rl.algos.hindsight import HindsightLearner
 from her_rl.errors import ConfigError
-from her_rl.rl.nets import ElementwiseQ, mlp
+from her_rl.rl.nets import ElementwiseDuelingQ, ElementwiseQ, mlp
 from her_rl.rules import BOOL, POSITIVE, UNIT, Rule, choice
 
-NETWORKS = ("mlp", "elementwise")
+NETWORKS = ("mlp", "elementwise", "elementwise_dueling")
 
 
 @dataclass(eq=False)
@@ -58,7 +59,9 @@ class HerDQN(HindsightLearner):
     network: str = "mlp"
     """mlp | elementwise: one small network shared by every element, fed (observation bit, goal bit) plus the
     mean over all elements after each layer (ElementwiseQ); for envs where action i acts on element i of
-    observation and goal (bit-flip), refused elsewhere."""
+    observation and goal (bit-flip), refused elsewhere; elementwise_dueling: the same elements, each action's
+    advantage from its own element alone plus a value of all of them (ElementwiseDuelingQ), which keeps the
+    right flip ahead at starts hundreds of bits from the goal."""
     lr: float = 1e-3
     """Adam learning rate."""
     batch_size: int = 128
@@ -79,10 +82,11 @@ class HerDQN(HindsightLearner):
         if self.network == "mlp":
             return mlp(self.inputs.dim, self.n_actions, self.hidden, activation="relu")
         if not self.inputs.obs_dim == self.inputs.goal_dim == self.n_actions:
-            raise ConfigError(f"algo.network=elementwise needs one action per observation and goal element "
+            raise ConfigError(f"algo.network={self.network} needs one action per observation and goal element "
                               f"(bit-flip); '{self.env.get('name')}' has {self.inputs.obs_dim} observation and "
                               f"{self.inputs.goal_dim} goal elements and {self.n_actions} actions")
-        return ElementwiseQ(self.n_actions, self.hidden)
+        shared = ElementwiseQ if self.network == "elementwise" else ElementwiseDuelingQ
+        return shared(self.n_actions, self.hidden)
 
     def policy(self, x: torch.Tensor, explore: bool) -> np.ndarray:
         """Greedy action indices; epsilon-greedy when ``explore``."""
