@@ -220,15 +220,16 @@ def ours_side(algo: str, seed: int = 0, vectorization: str = "sync", joint_cache
                 threads=threads)
 
 
-def sb3_side(kind: str, seed: int = 0) -> Side:
+def sb3_side(kind: str, seed: int = 0, threads: int = 1) -> Side:
     """SB3 SAC + HER with our net and batch (``sac``), or rl-zoo's TQC + HER for FetchPush (``tqc``):
     collection is ``learn`` with no gradient step (the policy acts from the first step), updates are
-    ``train`` calls of one gradient step each, as SB3 trains at train_freq 1, gradient_steps 1."""
+    ``train`` calls of one gradient step each, as SB3 trains at train_freq 1, gradient_steps 1.
+    ``threads``: torch threads while it is timed (SB3 leaves torch's default, one per core)."""
     import torch
 
     from bench import zoo
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     settings = {**(zoo.SAC_HER if kind == "sac" else zoo.zoo_settings("FetchPush-v4")), "learning_starts": 0}
     model = zoo.build(settings, "FetchPush-v4", {}, seed)
     model.gradient_steps = 0  # learn() only collects; updates are timed apart
@@ -243,7 +244,9 @@ def sb3_side(kind: str, seed: int = 0) -> Side:
         return m
 
     net = "x".join(map(str, settings["net_arch"]))
-    return Side("sb3", f"{kind.upper()} + HER", net, settings["batch_size"], collect, learn, model.env.close)
+    side = "sb3" if threads == 1 else f"sb3, threads={threads}"
+    return Side(side, f"{kind.upper()} + HER", net, settings["batch_size"], collect, learn, model.env.close,
+                threads=threads)
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ with our net and batch, rl-zoo's TQC + HER (512x512x512, batch 2048), on the env
 ``--phases N``: also ``her-run`` N iterations of each of our learners with every phase timed.
 ``--variant "threads=2 algo.hidden=[64,64,64]"`` (repeatable): one more side of the first learner
 with these ``her-run`` overrides, e.g. to see what threads and net width do to its updates/s.
+``--peer-threads 1 2``: each peer timed on one torch thread and on two (SB3 leaves torch's default).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-update-s", type=float, default=20.0, help="... or as many as fit in this many s")
     parser.add_argument("--algos", nargs="+", default=["her_ddpg", "her_sac"])
     parser.add_argument("--peers", nargs="*", default=["sac", "tqc"], choices=["sac", "tqc"])
+    parser.add_argument("--peer-threads", nargs="+", type=int, default=[1], metavar="N",
+                        help="time each peer at each of these torch thread counts (SB3's own default: one per core)")
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds, sides in turns; the best round is kept")
     parser.add_argument("--no-async", action="store_true", help="skip the first learner with env.vectorization=async")
     parser.add_argument("--phases", type=int, default=0, help="her-run N iterations per learner, timed by phase")
@@ -50,6 +53,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
+    if min(args.peer_threads) < 1:
+        parser.error(f"--peer-threads: each count must be at least 1, got {' '.join(map(str, args.peer_threads))}")
     if args.peers and missing():  # one line, not a traceback, without the bench extra
         parser.error(missing())
     if args.core is not None:
@@ -70,8 +75,8 @@ def main(argv: list[str] | None = None) -> None:
         with every_core():  # its worker processes may use the other core (which may be busy)
             sides.append(ours_side(args.algos[0], args.seed, vectorization="async"))
     learns += [False] * (len(sides) - len(learns))  # the collection-only sides
-    sides += [sb3_side(kind, args.seed) for kind in args.peers]
-    learns += [True] * len(args.peers)
+    sides += [sb3_side(kind, args.seed, threads) for kind in args.peers for threads in args.peer_threads]
+    learns += [True] * (len(sides) - len(learns))
     try:
         rates = time_sides(sides, args.steps, args.updates, args.repeats, learns, args.max_update_s)
     finally:
