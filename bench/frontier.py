@@ -40,10 +40,12 @@ def env_id(preset: str) -> str:
 
 
 def twin(preset: str) -> dict[str, Any]:
-    """The SB3 twin's settings for the preset's composed learner."""
+    """The SB3 twin's settings for the preset's composed learner; for the 3-step presets
+    (FetchPickAndPlace, FetchSlide) the nearest twin, with 1-step returns and ``differs`` saying so."""
     from omegaconf import OmegaConf
 
-    return zoo.twin_settings(OmegaConf.to_container(preset_config(preset).algo, resolve=True), HORIZON)
+    algo = OmegaConf.to_container(preset_config(preset).algo, resolve=True)
+    return zoo.twin_settings(algo, HORIZON, one_step=True)
 
 
 def run_sb3(preset: str, seed: int) -> dict[str, Any]:
@@ -105,7 +107,9 @@ def frontier_rows(rows: Sequence[dict[str, Any]], preset: str) -> dict[str, list
 
 def side_name(rows: Sequence[dict[str, Any]]) -> str:
     r = rows[0]
-    return r["algo"] if r["side"] == "ours" else f"SB3 {r['algo'].upper()} + HER (twin)"
+    if r["side"] == "ours":
+        return r["algo"]
+    return f"SB3 {r['algo'].upper()} + HER ({'1-step twin' if r.get('settings', {}).get('differs') else 'twin'})"
 
 
 def at_steps(rows: Sequence[dict[str, Any]]) -> dict[int, list[float]]:

@@ -83,10 +83,17 @@ def cycle_updates(algo: Mapping[str, Any], horizon: int) -> int:
     return updates_for_cycle(int(algo["updates_per_cycle"]), algo.get("updates_per_step"), steps, horizon)
 
 
-def twin_settings(algo: Mapping[str, Any], horizon: int) -> dict[str, Any]:
+def twin_settings(algo: Mapping[str, Any], horizon: int, one_step: bool = False) -> dict[str, Any]:
     """The SB3 twin's settings from our composed ``algo`` config; ValueError for a value SB3 cannot
-    take alike (different actor and critic learning rates, a strategy SB3 lacks)."""
+    take alike (different actor and critic learning rates, a strategy SB3 lacks, n-step returns).
+    ``one_step``: the nearest twin of an n-step learner instead of the error. SB3's HerReplayBuffer
+    has no n-step returns, so the twin learns from 1-step returns, and its settings say so
+    under ``differs``."""
     name = str(algo["name"])
+    differs = []
+    if one_step and int(algo.get("n_step", 1)) != 1:
+        differs.append(f"n_step: ours {int(algo['n_step'])}, the twin 1 (SB3's HerReplayBuffer has no n-step returns)")
+        algo = {**algo, "n_step": 1}
     if name not in TWINS:
         raise ValueError(f"{name} has no SB3 twin (one of {', '.join(TWINS)})")
     soft = TWINS[name] == "sac"  # her_sac, and her_crossq: SAC is its nearest SB3 learner with HER
@@ -115,6 +122,8 @@ def twin_settings(algo: Mapping[str, Any], horizon: int) -> dict[str, Any]:
         if name == "her_td3":
             s.update(policy_delay=delay, target_policy_noise=float(algo["target_noise"]),
                      target_noise_clip=float(algo["noise_clip"]))
+    if differs:
+        s["differs"] = differs
     return s
 
 

@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the numbers to this JSON file")
     args = parser.parse_args(argv)
-    if min(args.peer_threads) < 1:
-        parser.error(f"--peer-threads: each count must be at least 1, got {' '.join(map(str, args.peer_threads))}")
+    if not all(1 <= n <= 1024 for n in args.peer_threads):  # the bound her-run's threads= has
+        parser.error(f"--peer-threads: each count must be 1 to 1024, got {' '.join(map(str, args.peer_threads))}")
     if args.peers and missing():  # one line, not a traceback, without the bench extra
         parser.error(missing())
     if args.core is not None:

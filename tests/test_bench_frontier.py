@@ -28,6 +28,21 @@ def test_the_twin_is_sb3_sac_with_the_presets_net_batch_gamma_rate_and_hindsight
     assert zoo.TWINS["her_crossq"] == "sac"
 
 
+@pytest.mark.parametrize("preset", ["fetch_pick_and_place_frontier", "fetch_slide_frontier"])
+def test_a_3_step_presets_twin_is_the_nearest_with_1_step_returns_and_says_so(preset):
+    from omegaconf import OmegaConf
+
+    ours = OmegaConf.to_container(frontier.preset_config(preset).algo, resolve=True)
+    s = frontier.twin(preset)
+    assert (ours["name"], ours["n_step"], s["algo"]) == ("her_ddpg", 3, "ddpg")
+    assert (s["net_arch"], s["batch_size"], s["gamma"], s["train_freq_episodes"]) == (
+        ours["hidden"], ours["batch_size"], ours["gamma"], ours["episodes_per_cycle"])
+    assert s["differs"] == ["n_step: ours 3, the twin 1 (SB3's HerReplayBuffer has no n-step returns)"]
+    assert "differs" not in frontier.twin(PRESET)  # FetchPush's twin is exact
+    with pytest.raises(ValueError, match="no n_step"):
+        zoo.twin_settings(ours, frontier.HORIZON)  # without one_step: refused, as before
+
+
 def test_rows_are_added_under_a_lock_and_keep_what_was_there(tmp_path):
     path = tmp_path / "rows.json"
     frontier.add_row(path, _row("ours", 0, [0.1]))
@@ -54,3 +69,10 @@ def test_curves_are_drawn(tmp_path):
     rows = [_row("ours", s, [0.1 * s, 0.5, 0.9]) for s in range(3)] + [_row("sb3", 0, [0.0, 0.0, 0.1])]
     frontier.plot(rows, PRESET, tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 1000
+
+
+def test_a_twin_with_a_difference_is_named_so_in_the_tables():
+    exact = _row("sb3", 0, [0.0])
+    nearest = {**exact, "algo": "ddpg", "settings": {"differs": ["n_step: ours 3, the twin 1"]}}
+    assert frontier.side_name([exact]) == "SB3 SAC + HER (twin)"
+    assert frontier.side_name([nearest]) == "SB3 DDPG + HER (1-step twin)"

@@ -147,15 +147,16 @@ def test_a_variant_her_run_would_refuse_is_one_line_and_exit_2(capsys):
     assert err.endswith(" error: --variant 'threads=0': threads=0 is not allowed: threads must be an integer in [1, 1024]")
 
 
-def test_a_peer_thread_count_below_one_is_one_line_and_exit_2(capsys):
+@pytest.mark.parametrize("counts", [["1", "0"], ["2", "1025"]])
+def test_a_peer_thread_count_outside_1_to_1024_is_one_line_and_exit_2(capsys, counts):
     from conftest import load_script, unload_script
 
     script = load_script("profile_fetch")
     try:
         with pytest.raises(SystemExit) as stop:
-            script.main(["--peer-threads", "1", "0"])
+            script.main(["--peer-threads", *counts])
     finally:
         unload_script("profile_fetch")
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.endswith(" error: --peer-threads: each count must be at least 1, got 1 0")
+    assert err.endswith(f" error: --peer-threads: each count must be 1 to 1024, got {' '.join(counts)}")
