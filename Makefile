@@ -93,15 +93,17 @@ bench-fetch: $(VENV)/.robotics
 
 # The FetchPush preset against its SB3 twin (docs/benchmarks/fetch.md): 3 seeds a side, one run per core
 # (about an hour each), rows added to bench_results/fetch_frontier.json as runs end; then the tables and curves.
+# PRESET=fetch_pick_and_place_frontier or fetch_slide_frontier: 1M env steps a run (about an hour here)
+PRESET ?= fetch_push_frontier
 bench-fetch-frontier: $(VENV)/.robotics $(VENV)/.bench
 	mkdir -p bench_results
 	for seed in 0 1 2; do \
-		$(BIN)/python scripts/bench_fetch_frontier.py --side ours --seeds $$seed --json bench_results/fetch_frontier.json & \
-		$(BIN)/python scripts/bench_fetch_frontier.py --side sb3 --seeds $$seed --json bench_results/fetch_frontier.json; \
+		$(BIN)/python scripts/bench_fetch_frontier.py --preset $(PRESET) --side ours --seeds $$seed --json bench_results/fetch_frontier.json & \
+		$(BIN)/python scripts/bench_fetch_frontier.py --preset $(PRESET) --side sb3 --seeds $$seed --json bench_results/fetch_frontier.json; \
 		wait; \
 	done
-	$(BIN)/python scripts/bench_fetch_frontier.py --report bench_results/fetch_frontier.json \
-		--png bench_results/fetch_push_frontier.png
+	$(BIN)/python scripts/bench_fetch_frontier.py --preset $(PRESET) --report bench_results/fetch_frontier.json \
+		--png bench_results/$(PRESET).png
 
 bench-env: $(STAMP)
 	$(BIN)/python scripts/bench_env_speed.py --envs push drag bitflip --num-envs 64 256 --steps 2000

@@ -125,13 +125,17 @@ def to_level(row: dict[str, Any], level: float) -> int | None:
     return int(hit[0]) if hit else None
 
 
-def step_table(rows: Sequence[dict[str, Any]], preset: str) -> str:
-    """Per evaluation point, each side's median and IQM [95% bootstrap interval] over its seeds."""
+def step_table(rows: Sequence[dict[str, Any]], preset: str, every: int | None = None) -> str:
+    """Per evaluation point (``every``: only those at multiples of it, and the last), each side's
+    median and IQM [95% bootstrap interval] over its seeds."""
     sides = frontier_rows(rows, preset)
     points = {side: at_steps(rs) for side, rs in sides.items()}
     header = ["env steps"] + [h for side in sides for h in (f"{side_name(sides[side])} median", "IQM [95% CI]")]
     body = []
-    for step in sorted({s for p in points.values() for s in p}):
+    steps = sorted({s for p in points.values() for s in p})
+    for step in steps:
+        if every and step % every and step != steps[-1]:
+            continue
         cells: list[Any] = [f"{step:,}"]
         for side in sides:
             got = points[side].get(step)

@@ -3,6 +3,7 @@ and add their rows to a JSON file as each finishes, or report on the file (table
 
     .venv/bin/python scripts/bench_fetch_frontier.py --side sb3 --seeds 0 1 2 --json docs/bench/fetch_frontier.json
     .venv/bin/python scripts/bench_fetch_frontier.py --report docs/bench/fetch_frontier.json --png push.png
+    .venv/bin/python scripts/bench_fetch_frontier.py --preset fetch_slide_frontier --report docs/bench/fetch_frontier.json --every 100000
 
 Seeds run one after another in this process (one torch thread); start one process per seed to use
 more cores: the rows file is extended under a lock.
@@ -28,12 +29,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="add each run's row to this file")
     p.add_argument("--report", type=Path, help="print the tables of this rows file")
     p.add_argument("--png", type=Path, help="with --report: write the curves here")
+    p.add_argument("--every", type=int, help="with --report: the table per evaluation at multiples of this many env steps")
     args = p.parse_args(argv)
     if args.report:
         if not args.report.is_file():
             p.error(f"--report {args.report}: no such file")
+        if args.every is not None and args.every < 1:
+            p.error(f"--every: a number of env steps, at least 1, got {args.every}")
         rows = json.loads(args.report.read_text())["rows"]
-        print(frontier.step_table(rows, args.preset), frontier.level_table(rows, args.preset), sep="\n\n")
+        print(frontier.step_table(rows, args.preset, args.every), frontier.level_table(rows, args.preset), sep="\n\n")
         if args.png:
             frontier.plot(rows, args.preset, args.png)
         return 0

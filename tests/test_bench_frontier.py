@@ -76,3 +76,25 @@ def test_a_twin_with_a_difference_is_named_so_in_the_tables():
     nearest = {**exact, "algo": "ddpg", "settings": {"differs": ["n_step: ours 3, the twin 1"]}}
     assert frontier.side_name([exact]) == "SB3 SAC + HER (twin)"
     assert frontier.side_name([nearest]) == "SB3 DDPG + HER (1-step twin)"
+
+
+def test_the_step_table_can_keep_every_nth_evaluation_and_the_last():
+    rows = [_row("ours", 0, [0.1, 0.2, 0.3, 0.4, 0.5])]  # at 10,000 ... 50,000
+    kept = [line.split("|")[1].strip() for line in frontier.step_table(rows, PRESET, every=20_000).splitlines()[2:]]
+    assert kept == ["20,000", "40,000", "50,000"]
+    assert len(frontier.step_table(rows, PRESET).splitlines()) == 2 + 5
+
+
+def test_report_every_below_one_is_one_line_and_exit_2(tmp_path, capsys):
+    from conftest import load_script, unload_script
+
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps({"rows": [_row("ours", 0, [0.1])]}))
+    script = load_script("bench_fetch_frontier")
+    try:
+        with pytest.raises(SystemExit) as stop:
+            script.main(["--report", str(path), "--every", "0"])
+    finally:
+        unload_script("bench_fetch_frontier")
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("--every: a number of env steps, at least 1, got 0")
