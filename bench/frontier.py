@@ -74,6 +74,30 @@ def run_ours(preset: str, seed: int) -> dict[str, Any]:
             "evals": [[p.step, round(p.value, 3), round(p.wall_time - start, 1)] for p in points]}
 
 
+def still_success(env_id: str, episodes: int, seed: int = 10_000) -> float:
+    """Success of an arm that never moves (zero actions to the time limit), over ``episodes`` fresh
+    episodes: the level a curve starts from, where the object already lies within reach of the goal."""
+    import gymnasium as gym
+    import numpy as np
+
+    from her_rl.envs.families import ensure_registered
+
+    ensure_registered(env_id)
+    env = gym.make(env_id)
+    try:
+        still, hits = np.zeros(env.action_space.shape, env.action_space.dtype), 0
+        for i in range(episodes):
+            env.reset(seed=seed + i)
+            done, info = False, {}
+            while not done:
+                _, _, terminated, truncated, info = env.step(still)
+                done = terminated or truncated
+            hits += bool(info.get("is_success"))
+        return hits / episodes
+    finally:
+        env.close()
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,8 +188,9 @@ def _steps(v: float | None) -> str:
     return "-" if v is None or v == float("inf") else f"{int(v):,}"
 
 
-def plot(rows: Sequence[dict[str, Any]], preset: str, path: str | Path) -> None:
-    """Success against env steps: per side the median over seeds as a line, the interquartile range as a band."""
+def plot(rows: Sequence[dict[str, Any]], preset: str, path: str | Path, still: float | None = None) -> None:
+    """Success against env steps: per side the median over seeds as a line, the interquartile range as a
+    band; ``still``: the motionless arm's success as a dotted line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -181,6 +206,8 @@ def plot(rows: Sequence[dict[str, Any]], preset: str, path: str | Path) -> None:
                           label=f"{side_name(rs)} (n={len(rs)})")
         ax.fill_between(steps, [np.percentile(v, 25) for v in vals], [np.percentile(v, 75) for v in vals],
                         color=line.get_color(), alpha=0.25)
+    if still is not None:
+        ax.axhline(still, color="grey", linestyle=":", linewidth=1, label=f"arm kept still ({still:.2f})")
     ax.set_title(f"{env_id(preset)}: experiment={preset}", fontsize=9)
     ax.set_xlabel("env steps")
     ax.xaxis.set_major_formatter(lambda v, _: f"{v / 1000:g}k" if v else "0")

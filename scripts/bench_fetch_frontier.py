@@ -29,6 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="add each run's row to this file")
     p.add_argument("--report", type=Path, help="print the tables of this rows file")
     p.add_argument("--png", type=Path, help="with --report: write the curves here")
+    p.add_argument("--still", type=int, metavar="EPISODES",
+                   help="with --report: also the success of an arm kept still over this many episodes (a line on the curves)")
     p.add_argument("--every", type=int, help="with --report: the table per evaluation at multiples of this many env steps")
     args = p.parse_args(argv)
     if args.report:
@@ -36,10 +38,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error(f"--report {args.report}: no such file")
         if args.every is not None and args.every < 1:
             p.error(f"--every: a number of env steps, at least 1, got {args.every}")
+        if args.still is not None and args.still < 1:
+            p.error(f"--still: a number of episodes, at least 1, got {args.still}")
         rows = json.loads(args.report.read_text())["rows"]
         print(frontier.step_table(rows, args.preset, args.every), frontier.level_table(rows, args.preset), sep="\n\n")
+        still = None
+        if args.still:
+            still = frontier.still_success(frontier.env_id(args.preset), args.still)
+            print(f"\n{frontier.env_id(args.preset)}, the arm kept still: {still:.3f} success over {args.still} episodes")
         if args.png:
-            frontier.plot(rows, args.preset, args.png)
+            frontier.plot(rows, args.preset, args.png, still)
         return 0
     if not (args.side and args.json):
         p.error("give --side and --json to run, or --report to read")

@@ -98,3 +98,47 @@ def test_report_every_below_one_is_one_line_and_exit_2(tmp_path, capsys):
         unload_script("bench_fetch_frontier")
     assert stop.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].endswith("--every: a number of env steps, at least 1, got 0")
+
+
+class _StillOnEvenSeeds:
+    """A 3-step env that succeeds when its reset seed is even and every action was zero."""
+
+    def __new__(cls):
+        import gymnasium as gym
+        import numpy as np
+
+        class Env(gym.Env):
+            observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+            action_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+
+            def reset(self, seed=None, options=None):
+                self.even, self.moved, self.t = seed % 2 == 0, False, 0
+                return np.zeros(1, np.float32), {}
+
+            def step(self, action):
+                self.moved |= bool(np.any(action != 0))
+                self.t += 1
+                return np.zeros(1, np.float32), 0.0, False, self.t == 3, {"is_success": self.even and not self.moved}
+
+        return Env()
+
+
+def test_the_still_arms_success_counts_episodes_that_succeed_without_moving():
+    import gymnasium as gym
+
+    gym.register("FrontierStillTest-v0", entry_point=_StillOnEvenSeeds)
+    try:
+        assert frontier.still_success("FrontierStillTest-v0", episodes=10, seed=0) == 0.5
+        assert frontier.still_success("FrontierStillTest-v0", episodes=3, seed=1) == pytest.approx(1 / 3)
+    finally:
+        gym.registry.pop("FrontierStillTest-v0")
+
+
+def test_the_curves_draw_the_still_arms_line(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    drawn, real = [], plt.Axes.axhline
+    monkeypatch.setattr(plt.Axes, "axhline", lambda ax, y, **kw: drawn.append((y, kw.get("label"))) or real(ax, y, **kw))
+    frontier.plot([_row("ours", 0, [0.1, 0.5])], PRESET, tmp_path / "c.png", still=0.064)
+    assert drawn == [(0.064, "arm kept still (0.06)")]
