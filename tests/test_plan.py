@@ -179,10 +179,10 @@ def test_in_python_a_second_ctrl_c_is_a_keyboard_interrupt_saying_so():
     try:
         with pytest.raises(KeyboardInterrupt, match=ABORTED):
             with StopSignals() as stop:
-                os.kill(os.getpid(), signal.SIGINT)
+                signal.raise_signal(signal.SIGINT)
                 time.sleep(0.05)  # the handler runs between bytecodes
                 assert stop.received == [signal.SIGINT]  # the first one is only noted
-                os.kill(os.getpid(), signal.SIGINT)
+                signal.raise_signal(signal.SIGINT)
                 time.sleep(1)
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
     finally:

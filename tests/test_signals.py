@@ -1,7 +1,6 @@
 """her_rl/run/signals.py: signals outside training become Stopped, StopSignals notes them during training, and
 Stage.stopped_line says what a stop left on disk."""
 
-import os
 import signal
 
 import pytest
@@ -44,7 +43,7 @@ def test_early_stops_turns_a_signal_into_stopped(sig):
     reached = False
     with pytest.raises(Stopped) as info:
         with early_stops():
-            os.kill(os.getpid(), sig)
+            signal.raise_signal(sig)
             for _ in range(1000):  # the handler runs between bytecodes, well before this ends
                 pass
             reached = True
@@ -60,14 +59,14 @@ def test_early_stops_hands_back_the_previous_handlers():
             assert signal.getsignal(sig) not in (_noted, signal.default_int_handler)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert signal.getsignal(signal.SIGTERM) is _noted and signal.getsignal(signal.SIGHUP) is _noted
-    os.kill(os.getpid(), signal.SIGTERM)  # the test's own handler again: no Stopped
+    signal.raise_signal(signal.SIGTERM)  # the test's own handler again: no Stopped
     assert _noted.calls == [signal.SIGTERM]
 
 
 def test_early_stops_hands_back_the_previous_handlers_after_a_stop():
     with pytest.raises(Stopped):
         with early_stops():
-            os.kill(os.getpid(), signal.SIGTERM)
+            signal.raise_signal(signal.SIGTERM)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert signal.getsignal(signal.SIGTERM) is _noted and signal.getsignal(signal.SIGHUP) is _noted
 
@@ -84,9 +83,9 @@ def test_an_ignored_signal_stays_ignored():
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     with early_stops():
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
-        os.kill(os.getpid(), signal.SIGHUP)  # ignored: nothing happens
+        signal.raise_signal(signal.SIGHUP)  # ignored: nothing happens
         with pytest.raises(Stopped) as info:  # the other signals still stop
-            os.kill(os.getpid(), signal.SIGTERM)
+            signal.raise_signal(signal.SIGTERM)
             for _ in range(1000):
                 pass
         assert info.value.signum == signal.SIGTERM
@@ -172,9 +171,9 @@ def test_stopped_line_of_a_sweep_keeps_a_job_folder_with_files(tmp_path):
 def test_stop_signals_notes_signals_instead_of_raising():
     with StopSignals() as signals:
         assert signals.signum is None and signals.received == []
-        os.kill(os.getpid(), signal.SIGTERM)
-        os.kill(os.getpid(), signal.SIGHUP)
-        os.kill(os.getpid(), signal.SIGTERM)
+        signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGHUP)
+        signal.raise_signal(signal.SIGTERM)
     assert signals.received == [signal.SIGTERM, signal.SIGHUP, signal.SIGTERM]
     assert signals.signum == signal.SIGTERM  # the first one
     assert _noted.calls == []
@@ -183,9 +182,9 @@ def test_stop_signals_notes_signals_instead_of_raising():
 def test_a_first_ctrl_c_is_noted_and_a_second_aborts():
     with pytest.raises(KeyboardInterrupt) as info:
         with StopSignals() as signals:
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
             assert signals.received == [signal.SIGINT]
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
             for _ in range(1000):
                 pass
             pytest.fail("the second Ctrl-C did not abort")
@@ -198,14 +197,14 @@ def test_stop_signals_hands_back_the_previous_handlers():
         assert signal.getsignal(signal.SIGTERM) is not _noted
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert signal.getsignal(signal.SIGTERM) is _noted and signal.getsignal(signal.SIGHUP) is _noted
-    os.kill(os.getpid(), signal.SIGHUP)
+    signal.raise_signal(signal.SIGHUP)
     assert _noted.calls == [signal.SIGHUP]
 
 
 def test_stop_signals_keeps_an_ignored_signal_ignored():
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     with StopSignals() as signals:
-        os.kill(os.getpid(), signal.SIGHUP)
+        signal.raise_signal(signal.SIGHUP)
     assert signals.received == []
 
 
@@ -219,7 +218,7 @@ def test_end_run_without_a_signal_returns(tmp_path, capsys):
 def test_end_run_after_a_signal_exits_128_plus_it(tmp_path, capsys, monkeypatch, saved, what):
     monkeypatch.delenv("SUBMITIT_EXECUTOR", raising=False)
     with StopSignals() as signals:
-        os.kill(os.getpid(), signal.SIGTERM)
+        signal.raise_signal(signal.SIGTERM)
     with pytest.raises(SystemExit) as info:
         signals.end_run(tmp_path, 12345, saved=saved)
     assert info.value.code == 128 + signal.SIGTERM

@@ -1,6 +1,5 @@
 """The pieces of a run: the checked plan, the trainer's state, signals, agent building, errors."""
 
-import os
 import signal
 import sys
 
@@ -94,13 +93,13 @@ def test_a_solving_evaluation_stops_the_run_only_inside_the_loop(tmp_path):
 def test_a_signal_is_noted_then_ends_the_run_with_128_plus_it(tmp_path, capsys):
     before = signal.getsignal(signal.SIGTERM)
     with StopSignals() as stop:
-        os.kill(os.getpid(), signal.SIGINT)  # the first Ctrl-C is noted; a second one aborts at once
+        signal.raise_signal(signal.SIGINT)  # the first Ctrl-C is noted; a second one aborts at once
         assert stop.received == [signal.SIGINT]
         with pytest.raises(KeyboardInterrupt):
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
     with StopSignals() as stop:
-        os.kill(os.getpid(), signal.SIGTERM)
-        os.kill(os.getpid(), signal.SIGTERM)
+        signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGTERM)
         assert stop.received == [signal.SIGTERM] * 2 and stop.signum == signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) is before
     with pytest.raises(SystemExit) as exit_:
