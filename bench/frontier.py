@@ -98,6 +98,32 @@ def still_success(env_id: str, episodes: int, seed: int = 10_000) -> float:
         env.close()
 
 
+def success_by_goal_height(policy: Any, env_id: str, episodes: int, seed: int = 50_000,
+                           above: float = 0.01) -> dict[str, tuple[int, float]]:
+    """A policy's greedy success (``policy.predict``, deterministic) split by where the goal lies:
+    ``"in the air"`` when it is more than ``above`` over the object's start height, else ``"on the
+    table"`` (FetchPickAndPlace puts about half its goals in the air). name -> (episodes, success)."""
+    import gymnasium as gym
+
+    from her_rl.envs.families import ensure_registered
+
+    ensure_registered(env_id)
+    env, split = gym.make(env_id), {"on the table": [], "in the air": []}
+    try:
+        for i in range(episodes):
+            obs, _ = env.reset(seed=seed + i)
+            where = "in the air" if obs["desired_goal"][2] - obs["achieved_goal"][2] > above else "on the table"
+            done, info = False, {}
+            while not done:
+                action, _ = policy.predict(obs, deterministic=True)
+                obs, _, terminated, truncated, info = env.step(action)
+                done = terminated or truncated
+            split[where].append(bool(info.get("is_success")))
+    finally:
+        env.close()
+    return {k: (len(v), sum(v) / len(v) if v else float("nan")) for k, v in split.items()}
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)

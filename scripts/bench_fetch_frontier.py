@@ -4,6 +4,7 @@ and add their rows to a JSON file as each finishes, or report on the file (table
     .venv/bin/python scripts/bench_fetch_frontier.py --side sb3 --seeds 0 1 2 --json docs/bench/fetch_frontier.json
     .venv/bin/python scripts/bench_fetch_frontier.py --report docs/bench/fetch_frontier.json --png push.png
     .venv/bin/python scripts/bench_fetch_frontier.py --preset fetch_slide_frontier --report docs/bench/fetch_frontier.json --every 100000
+    .venv/bin/python scripts/bench_fetch_frontier.py --heights outputs/pick_and_place --episodes 200
 
 Seeds run one after another in this process (one torch thread); start one process per seed to use
 more cores: the rows file is extended under a lock.
@@ -32,7 +33,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--still", type=int, metavar="EPISODES",
                    help="with --report: also the success of an arm kept still over this many episodes (a line on the curves)")
     p.add_argument("--every", type=int, help="with --report: the table per evaluation at multiples of this many env steps")
+    p.add_argument("--heights", type=Path, metavar="RUN",
+                   help="a finished run's folder: its greedy success on goals on the table and goals in the air")
+    p.add_argument("--episodes", type=int, default=200, help="with --heights: fresh episodes to play")
     args = p.parse_args(argv)
+    if args.heights:
+        return heights(p, args.heights, args.episodes)
     if args.report:
         if not args.report.is_file():
             p.error(f"--report {args.report}: no such file")
@@ -59,6 +65,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         frontier.add_row(args.json, row)
         print(f"[frontier] {args.side} seed {seed}: last evaluation {row['evals'][-1] if row['evals'] else None}",
               file=sys.stderr, flush=True)
+    return 0
+
+
+def heights(p: argparse.ArgumentParser, run: Path, episodes: int) -> int:
+    import her_rl
+    from her_rl.errors import ConfigError
+
+    if episodes < 1:
+        p.error(f"--episodes: at least 1, got {episodes}")
+    try:
+        policy = her_rl.load(run)
+    except ConfigError as exc:
+        p.error(f"--heights {run}: {exc}")
+    if "desired_goal" not in getattr(policy.observation_space, "spaces", {}):
+        p.error(f"--heights {run}: {policy.env_id} is not a goal env (no desired_goal to place)")
+    split = frontier.success_by_goal_height(policy, policy.env_id, episodes)
+    for where, (n, success) in split.items():
+        print(f"{policy.env_id}, goals {where}: {success:.2f} greedy success over {n} episodes")
     return 0
 
 

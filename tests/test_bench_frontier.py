@@ -142,3 +142,68 @@ def test_the_curves_draw_the_still_arms_line(tmp_path, monkeypatch):
     monkeypatch.setattr(plt.Axes, "axhline", lambda ax, y, **kw: drawn.append((y, kw.get("label"))) or real(ax, y, **kw))
     frontier.plot([_row("ours", 0, [0.1, 0.5])], PRESET, tmp_path / "c.png", still=0.064)
     assert drawn == [(0.064, "arm kept still (0.06)")]
+
+
+class _GoalsUpOnOddSeeds:
+    """A 2-step goal env whose goal is 0.2 over the object on odd reset seeds; only table goals succeed."""
+
+    def __new__(cls):
+        import gymnasium as gym
+        import numpy as np
+
+        box = gym.spaces.Box(-1, 1, (3,), np.float32)
+
+        class Env(gym.Env):
+            observation_space = gym.spaces.Dict(observation=box, achieved_goal=box, desired_goal=box)
+            action_space = gym.spaces.Box(-1, 1, (4,), np.float32)
+
+            def _obs(self):
+                goal = np.array([0.1, 0.1, 0.42 + (0.2 if self.up else 0.0)], np.float32)
+                return {"observation": np.zeros(3, np.float32),
+                        "achieved_goal": np.array([0.0, 0.0, 0.42], np.float32), "desired_goal": goal}
+
+            def reset(self, seed=None, options=None):
+                self.up, self.t = seed % 2 == 1, 0
+                return self._obs(), {}
+
+            def step(self, action):
+                self.t += 1
+                return self._obs(), 0.0, False, self.t == 2, {"is_success": not self.up}
+
+        return Env()
+
+
+def test_success_is_split_by_goals_on_the_table_and_in_the_air():
+    import gymnasium as gym
+    import numpy as np
+
+    class Still:
+        def __init__(self):
+            self.greedy = []
+
+        def predict(self, obs, deterministic=False):
+            self.greedy.append(deterministic)
+            return np.zeros(4, np.float32), None
+
+    gym.register("FrontierHeightsTest-v0", entry_point=_GoalsUpOnOddSeeds)
+    policy = Still()
+    try:
+        split = frontier.success_by_goal_height(policy, "FrontierHeightsTest-v0", episodes=5, seed=0)
+    finally:
+        gym.registry.pop("FrontierHeightsTest-v0")
+    assert split == {"on the table": (3, 1.0), "in the air": (2, 0.0)}  # seeds 0, 2, 4 and 1, 3
+    assert policy.greedy == [True] * 10
+
+
+def test_heights_of_a_folder_that_is_no_run_is_one_line_and_exit_2(tmp_path, capsys):
+    from conftest import load_script, unload_script
+
+    script = load_script("bench_fetch_frontier")
+    try:
+        with pytest.raises(SystemExit) as stop:
+            script.main(["--heights", str(tmp_path)])
+    finally:
+        unload_script("bench_fetch_frontier")
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]  # argparse's usage lines, then one line
+    assert f" error: --heights {tmp_path}: " in err and "Traceback" not in err
