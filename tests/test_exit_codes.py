@@ -62,6 +62,12 @@ def user_dir(tmp_path):
     return tmp_path
 
 
+def _sigint_default():
+    """In the child before exec: a background job (``cmd &``) inherits SIGINT ignored, and her-run rightly
+    keeps an ignored signal ignored, so a test that sends SIGINT restores its default first."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _env(user_dir, point):
     return {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(user_dir),
             "PAUSE_AT": point}
@@ -95,7 +101,7 @@ def test_a_signal_during_the_checks_is_128_plus_it_and_nothing_written(her_run, 
 
 
 def test_the_console_script_itself_exits_143_during_the_probe(her_run, user_dir):
-    proc = subprocess.Popen([her_run, *RUN], cwd=user_dir, env=_env(user_dir, "probe"), text=True,
+    proc = subprocess.Popen([her_run, *RUN], cwd=user_dir, env=_env(user_dir, "probe"), text=True, preexec_fn=_sigint_default,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, err = _stop_at(proc, user_dir, signal.SIGTERM)
     assert proc.returncode == 143  # not -15: killed by the signal
@@ -235,7 +241,7 @@ def test_her_rl_and_her_runs_module_import_no_torch():
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_while_torch_is_imported_is_128_plus_it(her_run, user_dir, sig):
     (user_dir / "sitecustomize.py").write_text(PAUSE_AT_TORCH)
-    proc = subprocess.Popen([her_run, *RUN], cwd=user_dir, env=_env(user_dir, ""), text=True,
+    proc = subprocess.Popen([her_run, *RUN], cwd=user_dir, env=_env(user_dir, ""), text=True, preexec_fn=_sigint_default,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, err = _stop_at(proc, user_dir, sig)
     assert proc.returncode == 128 + sig

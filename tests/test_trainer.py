@@ -92,6 +92,14 @@ def test_a_solving_evaluation_stops_the_run_only_inside_the_loop(tmp_path):
 
 def test_a_signal_is_noted_then_ends_the_run_with_128_plus_it(tmp_path, capsys):
     before = signal.getsignal(signal.SIGTERM)
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job inherits SIG_IGN
+    try:
+        _noted_then_ended(tmp_path, capsys, before)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
+def _noted_then_ended(tmp_path, capsys, before):
     with StopSignals() as stop:
         signal.raise_signal(signal.SIGINT)  # the first Ctrl-C is noted; a second one aborts at once
         assert stop.received == [signal.SIGINT]
