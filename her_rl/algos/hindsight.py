@@ -286,7 +286,7 @@ def cycle_envs(env_cfg: dict[str, Any], num_envs: int | None, seed: int, algo: s
         if inference:
             return None, spec
         num_envs = cycle_episodes(None, spec.horizon)
-    envs = make_vec(env_cfg, num_envs, seed=seed)
+    envs = make_vec(env_cfg, num_envs, seed=seed, training=True)
     if hasattr(envs, "autoreset"):
         envs.autoreset = False  # lock-step episodes; steps after an episode ends are masked
     return envs, goal_env_spec(envs, env_cfg, algo)

@@ -155,7 +155,7 @@ def make_actor_critic(algo: str, env: dict, num_envs: int, seed: int, normalize_
     """The training envs, observation processor, actor and (if ``value_heads``) critic of an on-policy
     algorithm. Networks are initialised from ``seed`` alone, whatever the global torch RNG holds.
     ``inference``: one env copy is built only to read the spaces, then closed; no envs are returned."""
-    envs = make_vec(env, 1 if inference else int(num_envs), seed)
+    envs = make_vec(env, 1 if inference else int(num_envs), seed, training=not inference)
     check_spaces(algo, envs.single_observation_space, envs.single_action_space)
     obs_proc = ObsProcessor(envs.single_observation_space, normalize_obs, obs_clip)
     action_space = envs.single_action_space

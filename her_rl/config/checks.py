@@ -96,7 +96,7 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
     if key in _PROBED:
         return _PROBED[key]
     try:
-        made = make_vec(env, 1)
+        made = make_vec(env, 1, training=True)  # env.start_in_gripper: refused here for an env without a block
     except ConfigError as exc:
         raise _probe_failure(env, exc) from None
     try:

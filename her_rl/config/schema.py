@@ -13,7 +13,7 @@ from typing import Any, Callable
 from her_rl.envs import bitflip, deep_sea
 from her_rl.errors import ConfigError
 from her_rl.config.registry import check_algo_keys, resolve_target
-from her_rl.rules import (BOOL, COUNT, MAX_ENVS, NON_NEGATIVE, POSITIVE, SEED, TEXT, UNIT_OPEN_CLOSED, Rule,
+from her_rl.rules import (BOOL, COUNT, MAX_ENVS, NON_NEGATIVE, POSITIVE, SEED, TEXT, UNIT, UNIT_OPEN_CLOSED, Rule,
                           choice, integer, optional, real, show)
 
 
@@ -156,6 +156,7 @@ ENV_GROUP: dict[str, Rule] = {
                                   and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
                                   and v[0] <= v[1])),  # goal envs: declared reward range (else probed)
     "max_episode_steps": optional(COUNT),  # truncate episodes here (TimeLimit); null: the env's own, else 1000
+    "start_in_gripper": optional(UNIT),  # Fetch with a block: share of training episodes started with it held
 }
 
 ENV_KWARGS: dict[str, dict[str, Rule]] = {  # keyed by env id, so `env=gym env.id=...` is checked too

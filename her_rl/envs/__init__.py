@@ -18,7 +18,7 @@ from her_rl.envs.checks import EnvFault, guard, raised, time_limit
 from her_rl.envs.custom import registered_id
 from her_rl.envs.drag import DragEnv, DragVectorEnv
 from her_rl.envs.families import ensure_registered
-from her_rl.envs.fetch import GoalVectorEnv, cache_joint_lookups
+from her_rl.envs.fetch import GoalVectorEnv, NoBlockToHold, cache_joint_lookups, start_in_gripper
 from her_rl.envs.push import PushEnv, PushVectorEnv
 from her_rl.envs.table_settings import check_table_kwargs
 from her_rl.errors import ConfigError
@@ -63,7 +63,8 @@ def _not_made(env_id: str, given: dict[str, Any], exc: Exception) -> ConfigError
     return raised(env_id, "the constructor", exc)
 
 
-def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) -> gym.vector.VectorEnv:
+def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None,
+             training: bool = False) -> gym.vector.VectorEnv:
     """Build ``num_envs`` copies of the env named by an ``env`` config group, as one vector env.
 
     Every id goes through ``gymnasium.make_vec``: the env's own batched implementation where it has
@@ -71,7 +72,8 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) ->
     batched env that takes ``seed=`` gets it (the same seed gives the same episodes); the action
     space is seeded in every case. Unknown ids and bad kwargs become one-line ``ConfigError``s; an
     env with no time limit of its own gets ``env.max_episode_steps`` (gymnasium's TimeLimit, default
-    1000); the env's faults are told in one line (:mod:`her_rl.envs.checks`).
+    1000); the env's faults are told in one line (:mod:`her_rl.envs.checks`). ``training``: the
+    copies a learner collects in, where ``env.start_in_gripper`` applies (never to evaluation).
     """
     env_id = env_cfg["id"]
     given = dict(env_cfg.get("kwargs") or {})
@@ -93,12 +95,16 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None) ->
     # its own worker process (MuJoCo Fetch; see her_rl.envs.fetch for the measurement).
     if env_cfg.get("vectorization"):
         attempts = [(str(env_cfg["vectorization"]), {})]
+    share = float(env_cfg.get("start_in_gripper") or 0) if training else 0.0
+    if share > 0:  # a wrapper of each copy: gymnasium's loops only
+        wrap = {"wrappers": [start_in_gripper(share)]}
+        attempts = [(mode, wrap) for mode, _ in attempts if mode != "vector_entry_point"]
     first_error: Exception | None = None
     for mode, extra in attempts:
         try:
             envs = gym.make_vec(name, num_envs=num_envs, vectorization_mode=mode, **kwargs, **extra)
             break
-        except EnvFault:
+        except (EnvFault, NoBlockToHold):
             raise
         except Exception as exc:  # noqa: BLE001  (gymnasium raises many types for missing deps / bad kwargs)
             first_error = first_error or exc

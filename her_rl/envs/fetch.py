@@ -21,10 +21,17 @@ Every Fetch observation reads the robot's joints through ``mujoco_utils.robot_ge
 looks each of the 15 joints up by name twice a step: about a third of a FetchPush step's wall
 time besides the simulation itself. :func:`cache_joint_lookups` gives each copy a stand-in that
 reads the same values from addresses looked up once (same numbers, bit for bit).
+
+FetchPickAndPlace puts about half its goals in the air, and a learner that has never seen the block
+off the table does not learn to lift it (measured: docs/benchmarks/fetch.md). :class:`StartInGripper`
+starts a share of the *training* episodes with the block held between the closed fingers, the HER
+paper's remedy for this task (Andrychowicz et al. 2017); ``env.start_in_gripper`` sets the share and
+evaluation episodes always start as the task does.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from typing import Any
@@ -33,6 +40,7 @@ import gymnasium as gym
 import numpy as np
 
 from her_rl.envs.families import FAMILIES, family_of
+from her_rl.errors import ConfigError
 
 ROBOTICS = next(f for f in FAMILIES if f.extra == "robotics")
 ROBOTICS_VERSIONS = ROBOTICS.versions
@@ -99,6 +107,48 @@ class CachedJointUtils:
         if self._by_name or data.qpos is None:
             return self._utils.robot_get_obs(model, data, joint_names)
         return data.qpos[self._addresses[0]], data.qvel[self._addresses[1]]
+
+
+class NoBlockToHold(ConfigError):
+    """``env.start_in_gripper`` asked of an env without a Fetch block."""
+
+
+class StartInGripper(gym.Wrapper):
+    """Start each episode, with probability ``share`` (drawn from the env's own seeded generator),
+    with the block at the gripper's centre and the fingers closed on it: the same observation
+    layout and goal, only the block's start differs. For gymnasium-robotics' Fetch tasks with a block."""
+
+    FINGERS = ("robot0:l_gripper_finger_joint", "robot0:r_gripper_finger_joint")
+    HALF_WIDTH = 0.0242  # finger opening that holds FetchPickAndPlace's 5 cm block without pushing it out
+
+    def __init__(self, env: gym.Env, share: float):
+        super().__init__(env)
+        base = env.unwrapped
+        grips = getattr(base, "has_object", False) and not getattr(base, "block_gripper", True)
+        if not grips or not hasattr(base, "_utils"):
+            name = env.spec.id if env.spec is not None else type(base).__name__
+            raise NoBlockToHold(f"env.start_in_gripper needs a MuJoCo Fetch task with a block and working fingers "
+                              f"(FetchPickAndPlace-v4); '{name}' has none: set env.start_in_gripper=0")
+        self.share = float(share)
+
+    def reset(self, **kwargs: Any):
+        obs, info = self.env.reset(**kwargs)
+        base = self.env.unwrapped
+        if base.np_random.random() >= self.share:
+            return obs, info
+        utils, model, data = base._utils, base.model, base.data
+        block = utils.get_joint_qpos(model, data, "object0:joint").copy()
+        block[:3] = utils.get_site_xpos(model, data, "robot0:grip")
+        utils.set_joint_qpos(model, data, "object0:joint", block)
+        for finger in self.FINGERS:
+            utils.set_joint_qpos(model, data, finger, np.array([self.HALF_WIDTH]))
+        base._mujoco.mj_forward(model, data)
+        return base._get_obs(), info
+
+
+def start_in_gripper(share: float) -> Any:
+    """The ``wrappers`` entry of ``gymnasium.make_vec`` for :class:`StartInGripper` (picklable: async copies)."""
+    return functools.partial(StartInGripper, share=share)
 
 
 def cache_joint_lookups(envs: gym.vector.VectorEnv) -> gym.vector.VectorEnv:
