@@ -19,7 +19,7 @@ import fcntl
 import json
 import statistics
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from bench import peers, zoo
 from bench.continuous import HORIZON
@@ -74,54 +74,51 @@ def run_ours(preset: str, seed: int) -> dict[str, Any]:
             "evals": [[p.step, round(p.value, 3), round(p.wall_time - start, 1)] for p in points]}
 
 
-def still_success(env_id: str, episodes: int, seed: int = 10_000) -> float:
-    """Success of an arm that never moves (zero actions to the time limit), over ``episodes`` fresh
-    episodes: the level a curve starts from, where the object already lies within reach of the goal."""
+def play(env_id: str, act: Callable[[Any, Any], Any], episodes: int, seed: int) -> Iterator[tuple[Any, bool]]:
+    """Play ``episodes`` fresh episodes of ``env_id`` (seeds ``seed``, ``seed + 1``, ...) to their
+    end with ``act(env, obs) -> action``; yield each one's first observation and whether its last
+    step said ``is_success``."""
     import gymnasium as gym
-    import numpy as np
 
     from her_rl.envs.families import ensure_registered
 
     ensure_registered(env_id)
     env = gym.make(env_id)
     try:
-        still, hits = np.zeros(env.action_space.shape, env.action_space.dtype), 0
         for i in range(episodes):
-            env.reset(seed=seed + i)
-            done, info = False, {}
+            first, _ = env.reset(seed=seed + i)
+            obs, done, info = first, False, {}
             while not done:
-                _, _, terminated, truncated, info = env.step(still)
+                obs, _, terminated, truncated, info = env.step(act(env, obs))
                 done = terminated or truncated
-            hits += bool(info.get("is_success"))
-        return hits / episodes
+            yield first, bool(info.get("is_success"))
     finally:
         env.close()
+
+
+def still_success(env_id: str, episodes: int, seed: int = 10_000) -> float:
+    """Success of an arm that never moves (zero actions to the time limit), over ``episodes`` fresh
+    episodes: the level a curve starts from, where the object already lies within reach of the goal."""
+    import numpy as np
+
+    def still(env: Any, obs: Any) -> Any:
+        return np.zeros(env.action_space.shape, env.action_space.dtype)
+
+    return sum(hit for _, hit in play(env_id, still, episodes, seed)) / episodes
 
 
 def success_by_goal_height(policy: Any, env_id: str, episodes: int, seed: int = 50_000,
-                           above: float = 0.01) -> dict[str, tuple[int, float]]:
+                           above: float = 0.01) -> dict[str, tuple[int, float | None]]:
     """A policy's greedy success (``policy.predict``, deterministic) split by where the goal lies:
     ``"in the air"`` when it is more than ``above`` over the object's start height, else ``"on the
-    table"`` (FetchPickAndPlace puts about half its goals in the air). name -> (episodes, success)."""
-    import gymnasium as gym
-
-    from her_rl.envs.families import ensure_registered
-
-    ensure_registered(env_id)
-    env, split = gym.make(env_id), {"on the table": [], "in the air": []}
-    try:
-        for i in range(episodes):
-            obs, _ = env.reset(seed=seed + i)
-            where = "in the air" if obs["desired_goal"][2] - obs["achieved_goal"][2] > above else "on the table"
-            done, info = False, {}
-            while not done:
-                action, _ = policy.predict(obs, deterministic=True)
-                obs, _, terminated, truncated, info = env.step(action)
-                done = terminated or truncated
-            split[where].append(bool(info.get("is_success")))
-    finally:
-        env.close()
-    return {k: (len(v), sum(v) / len(v) if v else float("nan")) for k, v in split.items()}
+    table"`` (FetchPickAndPlace puts about half its goals in the air). name -> (episodes, success;
+    None when no episode had such a goal)."""
+    split: dict[str, list[bool]] = {"on the table": [], "in the air": []}
+    greedy = lambda env, obs: policy.predict(obs, deterministic=True)[0]  # noqa: E731
+    for first, hit in play(env_id, greedy, episodes, seed):
+        high = first["desired_goal"][2] - first["achieved_goal"][2] > above
+        split["in the air" if high else "on the table"].append(hit)
+    return {k: (len(v), sum(v) / len(v) if v else None) for k, v in split.items()}
 
 
 @contextlib.contextmanager

@@ -82,7 +82,8 @@ def heights(p: argparse.ArgumentParser, run: Path, episodes: int) -> int:
         p.error(f"--heights {run}: {policy.env_id} is not a goal env (no desired_goal to place)")
     split = frontier.success_by_goal_height(policy, policy.env_id, episodes)
     for where, (n, success) in split.items():
-        print(f"{policy.env_id}, goals {where}: {success:.2f} greedy success over {n} episodes")
+        told = "no episodes" if success is None else f"{success:.2f} greedy success over {n} episodes"
+        print(f"{policy.env_id}, goals {where}: {told}")
     return 0
 
 

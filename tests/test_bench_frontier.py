@@ -189,10 +189,13 @@ def test_success_is_split_by_goals_on_the_table_and_in_the_air():
     policy = Still()
     try:
         split = frontier.success_by_goal_height(policy, "FrontierHeightsTest-v0", episodes=5, seed=0)
+        assert split == {"on the table": (3, 1.0), "in the air": (2, 0.0)}  # seeds 0, 2, 4 and 1, 3
+        assert policy.greedy == [True] * 10
+        # one episode (seed 0): no goal in the air, said as such rather than as a rate
+        assert frontier.success_by_goal_height(policy, "FrontierHeightsTest-v0", episodes=1, seed=0) == \
+            {"on the table": (1, 1.0), "in the air": (0, None)}
     finally:
         gym.registry.pop("FrontierHeightsTest-v0")
-    assert split == {"on the table": (3, 1.0), "in the air": (2, 0.0)}  # seeds 0, 2, 4 and 1, 3
-    assert policy.greedy == [True] * 10
 
 
 def test_heights_of_a_folder_that_is_no_run_is_one_line_and_exit_2(tmp_path, capsys):
