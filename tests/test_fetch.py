@@ -1,8 +1,8 @@
 """The MuJoCo Fetch tasks (the robotics extra): configs, vector envs, what a hindsight learner reads.
 
 Tests that build a Fetch env are skipped when gymnasium_robotics or mujoco cannot be imported (CI
-does not install MuJoCo; ``pip install -e ".[robotics]"`` does). The refusals without the extra run
-always: the missing packages are simulated, nothing is uninstalled.
+installs them: ``make install-extras``; ``pip install -e ".[robotics]"`` does too). The refusals
+without the extra run always: the missing packages are simulated, nothing is uninstalled.
 """
 
 import importlib.util
