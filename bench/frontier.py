@@ -3,7 +3,8 @@ twin (SB3 SAC + HER given the preset's net, batch, gamma, updates per env step a
 :func:`bench.zoo.twin_settings`), one protocol on both sides, rows kept in ``docs/bench/fetch_frontier.json``:
 
     {"rows": [{"side": "ours" | "sb3", "algo", "env", "seed", "preset", "eval_episodes",
-               "overrides" (ours) | "settings" (sb3), "evals": [[env_steps, success, wall_s], ...]}]}
+               "overrides" (ours) | "settings" (sb3), "evals": [[env_steps, success, wall_s], ...],
+               "set": [override, ...] (a variant of the preset: a series of its own; absent otherwise)}]}
 
 Protocol: an evaluation of ``eval.episodes`` fresh greedy episodes (a new seed each time) every
 ``eval.every_env_steps`` env steps of the preset, success = ``is_success`` at each episode's last
@@ -59,19 +60,44 @@ def run_sb3(preset: str, seed: int) -> dict[str, Any]:
             "evals": [[int(step), float(value), float(wall)] for step, wall, value in run.curve]}
 
 
-def run_ours(preset: str, seed: int) -> dict[str, Any]:
-    """One run of ``her-run experiment=<preset> seed=<seed>`` to its budget (no early stop); its row."""
-    from bench.likeforlike import training_start
+def run_ours(preset: str, seed: int, sets: Sequence[str] = ()) -> dict[str, Any]:
+    """One run of ``her-run experiment=<preset> seed=<seed> <sets>`` to its budget (no early stop);
+    its row. ``sets``: overrides that make a variant of the preset (its rows are a series of their own)."""
     from bench.ours import run_ours as her_run
 
     overrides = [f"experiment={preset}", f"seed={seed}", "eval.stop_when_solved=false", "progress=false", "threads=1"]
-    run = her_run(overrides)
-    points = run.metrics.get("eval/success_rate", [])
-    start = training_start(run.metrics, {p.step for p in points})
+    return ours_row(preset, seed, [*overrides, *sets], her_run([*overrides, *sets]).metrics, sets)
+
+
+def ours_row(preset: str, seed: int, overrides: Sequence[str], metrics: dict[str, Any],
+             sets: Sequence[str] = ()) -> dict[str, Any]:
+    """The row of a finished run of the preset from its metrics (``her_rl.folder.metrics.read_metrics``):
+    evaluations as [env steps, success, seconds since training began]."""
+    from bench.likeforlike import training_start
+
+    points = metrics.get("eval/success_rate", [])
+    start = training_start(metrics, {p.step for p in points})
     cfg = preset_config(preset)
-    return {"side": "ours", "algo": str(cfg.algo.name), "env": str(cfg.env.id), "seed": seed, "preset": preset,
-            "eval_episodes": int(cfg.eval.episodes), "overrides": overrides,
-            "evals": [[p.step, round(p.value, 3), round(p.wall_time - start, 1)] for p in points]}
+    row = {"side": "ours", "algo": str(cfg.algo.name), "env": str(cfg.env.id), "seed": seed, "preset": preset,
+           "eval_episodes": int(cfg.eval.episodes), "overrides": list(overrides),
+           "evals": [[p.step, round(p.value, 3), round(p.wall_time - start, 1)] for p in points]}
+    return {**row, "set": list(sets)} if sets else row
+
+
+def check_sets(preset: str, sets: Sequence[str]) -> None:
+    """Refuse (ConfigError, one line) overrides that do not make a valid variant of the preset."""
+    from omegaconf import OmegaConf
+
+    from her_rl.config.checks import check
+    from her_rl.config.compose import compose
+
+    try:
+        cfg = compose([f"experiment={preset}", *sets])
+    except Exception as exc:  # noqa: BLE001  (Hydra raises its own types for a malformed override)
+        from her_rl.errors import ConfigError
+
+        raise ConfigError(" ".join(str(exc).split())) from None
+    check(OmegaConf.to_container(cfg, resolve=True))
 
 
 def play(env_id: str, act: Callable[[Any, Any], Any], episodes: int, seed: int) -> Iterator[tuple[Any, bool]]:
@@ -144,18 +170,19 @@ def add_row(path: str | Path, row: dict[str, Any]) -> None:
 
 
 def frontier_rows(rows: Sequence[dict[str, Any]], preset: str) -> dict[str, list[dict[str, Any]]]:
-    """side -> the rows of the preset's runs (rows of other settings are left out)."""
+    """series -> the rows of the preset's runs: per side, and per variant (``set`` overrides) of ours;
+    rows of other presets are left out."""
     out: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         if r.get("preset") == preset:
-            out.setdefault(r["side"], []).append(r)
+            out.setdefault(" ".join([r["side"], *r.get("set", [])]), []).append(r)
     return out
 
 
 def side_name(rows: Sequence[dict[str, Any]]) -> str:
     r = rows[0]
     if r["side"] == "ours":
-        return r["algo"]
+        return " ".join([r["algo"], *r.get("set", [])])
     return f"SB3 {r['algo'].upper()} + HER ({'1-step twin' if r.get('settings', {}).get('differs') else 'twin'})"
 
 

@@ -4,7 +4,12 @@ and add their rows to a JSON file as each finishes, or report on the file (table
     .venv/bin/python scripts/bench_fetch_frontier.py --side sb3 --seeds 0 1 2 --json docs/bench/fetch_frontier.json
     .venv/bin/python scripts/bench_fetch_frontier.py --report docs/bench/fetch_frontier.json --png push.png
     .venv/bin/python scripts/bench_fetch_frontier.py --preset fetch_slide_frontier --report docs/bench/fetch_frontier.json --every 100000
+    .venv/bin/python scripts/bench_fetch_frontier.py --preset fetch_pick_and_place_frontier --side ours --seeds 0 \
+        --set env.start_in_gripper=0.5 --json docs/bench/fetch_frontier.json
     .venv/bin/python scripts/bench_fetch_frontier.py --heights outputs/pick_and_place --episodes 200
+
+``--set`` runs a variant of the preset (her-run overrides added to it); its rows carry them and are
+a series of their own in the tables and curves.
 
 Seeds run one after another in this process (one torch thread); start one process per seed to use
 more cores: the rows file is extended under a lock.
@@ -20,6 +25,7 @@ from typing import Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ lies beside the package
 from bench import frontier  # noqa: E402
+from her_rl.errors import ConfigError  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,6 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--side", choices=("ours", "sb3"), help="run this side's seeds")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--json", type=Path, help="add each run's row to this file")
+    p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="with --side ours: her-run overrides added to the preset (a variant of it)")
     p.add_argument("--report", type=Path, help="print the tables of this rows file")
     p.add_argument("--png", type=Path, help="with --report: write the curves here")
     p.add_argument("--still", type=int, metavar="EPISODES",
@@ -59,9 +67,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("give --side and --json to run, or --report to read")
     if args.side == "sb3" and (why := frontier.zoo.missing("twin", frontier.env_id(args.preset))):
         p.error(why)
+    if args.set:
+        if args.side == "sb3":
+            p.error("--set: a variant of our preset only; the SB3 twin takes the preset's own settings")
+        try:
+            frontier.check_sets(args.preset, args.set)
+        except ConfigError as exc:
+            p.error(f"--set {' '.join(args.set)}: {exc}")
     for seed in args.seeds:
-        run = frontier.run_sb3 if args.side == "sb3" else frontier.run_ours
-        row = run(args.preset, seed)
+        if args.side == "sb3":
+            row = frontier.run_sb3(args.preset, seed)
+        else:
+            row = frontier.run_ours(args.preset, seed, args.set)
         frontier.add_row(args.json, row)
         print(f"[frontier] {args.side} seed {seed}: last evaluation {row['evals'][-1] if row['evals'] else None}",
               file=sys.stderr, flush=True)

@@ -210,3 +210,57 @@ def test_heights_of_a_folder_that_is_no_run_is_one_line_and_exit_2(tmp_path, cap
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]  # argparse's usage lines, then one line
     assert f" error: --heights {tmp_path}: " in err and "Traceback" not in err
+
+
+def test_a_variant_of_the_preset_is_a_series_of_its_own_named_by_its_overrides():
+    plain = [_row("ours", s, [0.1, 0.2]) for s in range(2)]
+    variant = {**_row("ours", 0, [0.5, 0.9]), "set": ["env.start_in_gripper=0.5"]}
+    series = frontier.frontier_rows([*plain, variant, _row("sb3", 0, [0.0, 0.1])], PRESET)
+    assert {k: len(v) for k, v in series.items()} == {"ours": 2, "ours env.start_in_gripper=0.5": 1, "sb3": 1}
+    assert frontier.side_name(series["ours env.start_in_gripper=0.5"]) == "her_crossq env.start_in_gripper=0.5"
+    table = frontier.step_table([*plain, variant], PRESET)
+    assert "her_crossq env.start_in_gripper=0.5 median" in table.splitlines()[0]
+    assert "0.90 (n=1)" in table and "0.20 (n=2)" in table
+
+
+def test_a_variant_runs_her_run_with_its_overrides_and_its_row_says_them(monkeypatch):
+    import types
+
+    from bench import ours
+    from her_rl.folder.metrics import Point
+
+    ran = []
+
+    def fake(overrides):
+        ran.append(list(overrides))
+        points = [Point(step=10_000, value=0.25, wall_time=110.0), Point(step=20_000, value=0.5, wall_time=130.0)]
+        return types.SimpleNamespace(metrics={"eval/success_rate": points})
+
+    monkeypatch.setattr(ours, "run_ours", fake)
+    monkeypatch.setattr("bench.likeforlike.training_start", lambda metrics, steps: 100.0)
+    row = frontier.run_ours(PRESET, 3, ["eval.episodes=10"])
+    assert ran == [[f"experiment={PRESET}", "seed=3", "eval.stop_when_solved=false", "progress=false", "threads=1",
+                    "eval.episodes=10"]]
+    assert row["set"] == ["eval.episodes=10"] and row["overrides"] == ran[0] and row["seed"] == 3
+    assert row["evals"] == [[10_000, 0.25, 10.0], [20_000, 0.5, 30.0]]
+    assert "set" not in frontier.run_ours(PRESET, 3)  # the preset itself: no variant
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--side", "sb3", "--set", "eval.episodes=10"], "--set: a variant of our preset only"),
+    (["--side", "ours", "--set", "eval.episodes=0"], "--set eval.episodes=0: eval.episodes=0 is not allowed"),
+    (["--side", "ours", "--set", "no_such_key=1"], "--set no_such_key=1: Could not override 'no_such_key'"),
+])
+def test_a_bad_variant_is_one_line_and_exit_2(tmp_path, capsys, argv, says):
+    from conftest import load_script, unload_script
+
+    script = load_script("bench_fetch_frontier")
+    try:
+        with pytest.raises(SystemExit) as stop:
+            script.main(["--preset", "fetch_push_frontier", "--seeds", "0", "--json", str(tmp_path / "r.json"), *argv])
+    finally:
+        unload_script("bench_fetch_frontier")
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert says in err and "Traceback" not in err, err
+    assert not (tmp_path / "r.json").exists()
