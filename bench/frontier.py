@@ -42,11 +42,16 @@ def env_id(preset: str) -> str:
 
 def twin(preset: str) -> dict[str, Any]:
     """The SB3 twin's settings for the preset's composed learner; for the 3-step presets
-    (FetchPickAndPlace, FetchSlide) the nearest twin, with 1-step returns and ``differs`` saying so."""
+    (FetchPickAndPlace, FetchSlide) the nearest twin, with 1-step returns and ``differs`` saying so
+    (and, for FetchPickAndPlace, that none of its episodes starts with the block held)."""
     from omegaconf import OmegaConf
 
-    algo = OmegaConf.to_container(preset_config(preset).algo, resolve=True)
-    return zoo.twin_settings(algo, HORIZON, one_step=True)
+    cfg = preset_config(preset)
+    settings = zoo.twin_settings(OmegaConf.to_container(cfg.algo, resolve=True), HORIZON, one_step=True)
+    if cfg.env.get("start_in_gripper"):  # a wrapper of our training copies; the twin's env is the task's own
+        held = f"start_in_gripper: ours {cfg.env.start_in_gripper}, the twin 0 (its episodes start as the task does)"
+        settings["differs"] = [*settings.get("differs", []), held]
+    return settings
 
 
 def run_sb3(preset: str, seed: int) -> dict[str, Any]:

@@ -37,7 +37,10 @@ def test_a_3_step_presets_twin_is_the_nearest_with_1_step_returns_and_says_so(pr
     assert (ours["name"], ours["n_step"], s["algo"]) == ("her_ddpg", 3, "ddpg")
     assert (s["net_arch"], s["batch_size"], s["gamma"], s["train_freq_episodes"]) == (
         ours["hidden"], ours["batch_size"], ours["gamma"], ours["episodes_per_cycle"])
-    assert s["differs"] == ["n_step: ours 3, the twin 1 (SB3's HerReplayBuffer has no n-step returns)"]
+    assert s["differs"][0] == "n_step: ours 3, the twin 1 (SB3's HerReplayBuffer has no n-step returns)"
+    held = frontier.preset_config(preset).env.get("start_in_gripper")
+    assert s["differs"][1:] == ([f"start_in_gripper: ours {held}, the twin 0 (its episodes start as the task does)"]
+                                if held else [])
     assert "differs" not in frontier.twin(PRESET)  # FetchPush's twin is exact
     with pytest.raises(ValueError, match="no n_step"):
         zoo.twin_settings(ours, frontier.HORIZON)  # without one_step: refused, as before
