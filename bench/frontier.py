@@ -70,8 +70,9 @@ def run_ours(preset: str, seed: int, sets: Sequence[str] = ()) -> dict[str, Any]
     its row. ``sets``: overrides that make a variant of the preset (its rows are a series of their own)."""
     from bench.ours import run_ours as her_run
 
-    overrides = [f"experiment={preset}", f"seed={seed}", "eval.stop_when_solved=false", "progress=false", "threads=1"]
-    return ours_row(preset, seed, [*overrides, *sets], her_run([*overrides, *sets]).metrics, sets)
+    overrides = [f"experiment={preset}", f"seed={seed}", "eval.stop_when_solved=false", "progress=false", "threads=1",
+                 *sets]
+    return ours_row(preset, seed, overrides, her_run(overrides).metrics, sets)
 
 
 def ours_row(preset: str, seed: int, overrides: Sequence[str], metrics: dict[str, Any],
