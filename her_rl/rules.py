@@ -136,3 +136,4 @@ TEXT = Rule("a non-empty string", lambda v: isinstance(v, str) and v != "")
 HIDDEN = Rule("a non-empty list of positive integers, e.g. [64, 64]",
               lambda v: isinstance(v, (list, tuple)) and len(v) > 0 and all(_is_int(h) and h >= 1 for h in v))
 GRAD_NORM = optional(POSITIVE)  # a negative max norm would flip the gradient's sign in torch
+CRITIC_THREADS = integer(1, 2)  # twin critics: one thread each at most

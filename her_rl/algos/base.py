@@ -69,6 +69,10 @@ class Learner:
         """Backward ``loss``, clip the optimiser's gradients to the norm ``CLIP_KEY`` gives, step."""
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        self.clip_and_step(optimizer, clip)
+
+    def clip_and_step(self, optimizer: torch.optim.Optimizer, clip: bool = True) -> None:
+        """Clip the gradients already in ``optimizer``'s parameters (see :meth:`step`), then step."""
         max_norm = getattr(self, self.CLIP_KEY) if clip and self.CLIP_KEY else None
         if max_norm:
             torch.nn.utils.clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]], max_norm)

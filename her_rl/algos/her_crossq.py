@@ -65,7 +65,7 @@ class HerCrossQ(HerSAC):
 
     def build_critics(self) -> None:
         self.twin_critics(lambda: RenormCritic(self.inputs.dim, self.act_dim, self.hidden, self.renorm_momentum,
-                                               self.renorm_warmup), targets=False)
+                                               self.renorm_warmup), targets=False, threads=self.critic_threads)
 
     def adam(self, params, lr: float) -> torch.optim.Adam:
         return torch.optim.Adam(params, lr=lr, betas=(self.adam_beta1, 0.999), fused=self.device.type == "cpu")
@@ -77,12 +77,14 @@ class HerCrossQ(HerSAC):
             a_next, logp_next = self.actor(t["x_next"]).sample_with_log_prob(self.generator)
         x = torch.cat([t["x"], t["x_next"]])
         a = torch.cat([t["action"], a_next.to(t["action"].dtype)])
-        with self.autocast():
-            q1, q2 = self.q1(x, a).float(), self.q2(x, a).float()  # one pass: statistics of both halves
+        q1, q2 = (q.float() for q in self.critics_at(self.q1, self.q2, x=x, a=a))  # one pass: both halves' statistics
         with torch.no_grad():
             y = self.td_target(t, torch.min(q1[batch:], q2[batch:]), entropy=self.log_alpha.exp() * logp_next.float())
-        qf_loss = F.mse_loss(q1[:batch], y) + F.mse_loss(q2[:batch], y)
-        self.step(self.critic_optimizer, qf_loss)
+        losses = [F.mse_loss(q1[:batch], y), F.mse_loss(q2[:batch], y)]
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        self.side_by_side.map(torch.Tensor.backward, losses)
+        self.clip_and_step(self.critic_optimizer)
+        qf_loss = sum(loss.detach() for loss in losses)
         metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1[:batch].mean().item()}
         if self.updates % self.policy_delay:
             return metrics

@@ -62,6 +62,9 @@ class HerREDQ(HerSAC):
         ensemble, subset = values.get("ensemble", 10), values.get("subset", 2)
         if subset > ensemble:
             raise ConfigError(f"algo.subset={subset} is not allowed: it is larger than algo.ensemble ({ensemble})")
+        if values.get("critic_threads", 1) != 1:
+            raise ConfigError(f"algo.critic_threads={values['critic_threads']} is not allowed for her_redq: its critics "
+                              "are one batched ensemble (it takes 1)")
 
     def build_critics(self) -> None:
         self.critics, self.critics_target = (EnsembleCritic(

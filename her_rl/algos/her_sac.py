@@ -32,7 +32,7 @@ from her_rl.algos.hindsight import HindsightLearner
 from her_rl.rl.actions import ContinuousAction, NormalPolicyHead
 from her_rl.rl.nets import Critic, mlp
 from her_rl.rl.updates import frozen
-from her_rl.rules import BOOL, POSITIVE, Rule, optional, real
+from her_rl.rules import BOOL, CRITIC_THREADS, POSITIVE, Rule, optional, real
 
 
 class Actor(nn.Module):
@@ -60,7 +60,7 @@ class HerSAC(HindsightLearner):
              "alpha_optimizer", "log_alpha", "generator", *HindsightLearner.STATE)
     RULES: ClassVar[dict[str, Rule]] = {
         **HindsightLearner.RULES, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "alpha_lr": POSITIVE,
-        "alpha_init": POSITIVE, "autotune": BOOL, "target_entropy": optional(real()),
+        "alpha_init": POSITIVE, "autotune": BOOL, "target_entropy": optional(real()), "critic_threads": CRITIC_THREADS,
     }
 
     actor_lr: float = 1e-3
@@ -77,6 +77,9 @@ class HerSAC(HindsightLearner):
     """Entropy the temperature aims at; null: -(action dimensions)."""
     clip_target: bool = False
     """Clip Q targets to [-1/(1-gamma), 0] (the entropy bonus leaves that range)."""
+    critic_threads: int = 1
+    """2: the twin critics' passes run side by side, a critic per CPU thread (same numbers; faster with a second
+    core free; leave threads at 1 with it)."""
 
     def build(self) -> None:
         self.target_entropy = -float(self.act_dim) if self.target_entropy is None else float(self.target_entropy)
@@ -88,7 +91,7 @@ class HerSAC(HindsightLearner):
 
     def build_critics(self) -> None:
         """The twin critics, their targets and optimiser (HER-REDQ builds its ensemble here instead)."""
-        self.twin_critics(lambda: Critic(self.inputs.dim, self.act_dim, self.hidden))
+        self.twin_critics(lambda: Critic(self.inputs.dim, self.act_dim, self.hidden), threads=self.critic_threads)
 
     @property
     def alpha(self) -> float:
@@ -105,7 +108,7 @@ class HerSAC(HindsightLearner):
         """y = r + gamma^m (1 - d) (min(Q1', Q2')(s', a') - alpha log pi(a' | s')), a' drawn from the policy."""
         with self.autocast():
             a_next, logp_next = self.actor(t["x_next"]).sample_with_log_prob(self.generator)
-            q_next = torch.min(self.q1_target(t["x_next"], a_next), self.q2_target(t["x_next"], a_next)).float()
+        q_next = torch.min(*self.critics_at(self.q1_target, self.q2_target, x=t["x_next"], a=a_next)).float()
         return self.td_target(t, q_next - self.log_alpha.exp() * logp_next)
 
     def temperature_loss(self, logp: torch.Tensor) -> torch.Tensor:
@@ -123,11 +126,27 @@ class HerSAC(HindsightLearner):
         with frozen(self.q1, self.q2):
             with self.autocast():
                 a, logp = self.actor(t["x"]).sample_with_log_prob(self.generator)
-                q_pi = torch.min(self.q1(t["x"], a), self.q2(t["x"], a)).float()
-            actor_loss = (self.log_alpha.detach().exp() * logp - q_pi).mean()
-            self.step(self.actor_optimizer, actor_loss)
+            q_pi, dq_da = self.min_q_and_action_gradient(t["x"], a)
+            alpha_logp = self.log_alpha.detach().exp() * logp
+            actor_loss = (alpha_logp - q_pi).mean()
+            # the same gradient as actor_loss's: the critics' part enters through dq_da, found side by side
+            self.step(self.actor_optimizer, alpha_logp.mean() - (a * dq_da).sum())
         metrics = {"losses/actor_loss": actor_loss.item(), "losses/entropy": -logp.mean().item()}
         return {**metrics, **self.temperature_step(logp)}
+
+    def min_q_and_action_gradient(self, x: torch.Tensor, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """mean over the batch of min(Q1, Q2)(x, a) as values, and its gradient with respect to ``a``: each
+        critic's backward pass :attr:`side_by_side` (the critics frozen: no weight gradients)."""
+        a_in = a.detach().requires_grad_(True)
+        qs = [q.float() for q in self.critics_at(self.q1, self.q2, x=x, a=a_in)]
+        q_min = torch.min(*qs)
+        slopes = torch.autograd.grad(q_min.mean(), qs)  # through the min and the mean only
+
+        def action_gradient(q_and_slope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+            q, slope = q_and_slope
+            return torch.autograd.grad(q, a_in, slope)[0]
+
+        return q_min.detach(), sum(self.side_by_side.map(action_gradient, list(zip(qs, slopes))))
 
     def temperature_step(self, logp: torch.Tensor) -> dict[str, float]:
         """With ``autotune``, one Adam step of log(alpha) on the actor's log-probabilities."""
