@@ -48,7 +48,7 @@ def ours_cycle_steps(job: dict[str, Any]) -> int:
     """Env steps of one training iteration of ours (a cycle of lock-step episodes)."""
     from her_rl.config.compose import compose
 
-    from her_rl.algos.hindsight import cycle_episodes
+    from her_rl.algos.cycle import cycle_episodes
 
     return cycle_episodes(compose(ours_base(job)).algo.episodes_per_cycle, HORIZON) * HORIZON
 

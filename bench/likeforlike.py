@@ -57,7 +57,7 @@ def ours_algo(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def cycle_steps(job: dict[str, Any]) -> int:
-    from her_rl.algos.hindsight import cycle_episodes
+    from her_rl.algos.cycle import cycle_episodes
 
     return cycle_episodes(ours_algo(job)["episodes_per_cycle"], HORIZON) * HORIZON
 

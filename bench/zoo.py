@@ -77,7 +77,7 @@ def missing(kind: str = "twin", env_id: str = "") -> str | None:
 
 def cycle_updates(algo: Mapping[str, Any], horizon: int) -> int:
     """Our gradient steps per cycle (``updates_per_step`` wins, as in her_rl.algos.hindsight)."""
-    from her_rl.algos.hindsight import cycle_episodes, updates_for_cycle
+    from her_rl.algos.cycle import cycle_episodes, updates_for_cycle
 
     steps = cycle_episodes(algo.get("episodes_per_cycle"), horizon) * horizon
     return updates_for_cycle(int(algo["updates_per_cycle"]), algo.get("updates_per_step"), steps, horizon)
@@ -102,7 +102,7 @@ def twin_settings(algo: Mapping[str, Any], horizon: int, one_step: bool = False)
         raise ValueError(f"{name}: SB3 takes one learning rate; ours has {sorted(lrs)}")
     if algo["strategy"] not in STRATEGIES or float(algo.get("random_mix") or 0) or int(algo.get("n_step", 1)) != 1:
         raise ValueError(f"{name}: SB3's HerReplayBuffer has strategies {STRATEGIES}, no random_mix and no n_step")
-    from her_rl.algos.hindsight import cycle_episodes
+    from her_rl.algos.cycle import cycle_episodes
 
     updates, polyak = cycle_updates(algo, horizon), float(algo["polyak"])
     episodes = cycle_episodes(algo.get("episodes_per_cycle"), horizon)

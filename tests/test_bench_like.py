@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from her_rl.algos.hindsight import cycle_episodes
+from her_rl.algos.cycle import cycle_episodes
 
 from bench import likeforlike as lfl
 from bench import peers, zoo

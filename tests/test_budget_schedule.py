@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import her_rl
-from her_rl.algos.hindsight import PAPER_EPISODES, PAPER_HORIZON, cycle_episodes, updates_for_cycle
+from her_rl.algos.cycle import PAPER_EPISODES, PAPER_HORIZON, cycle_episodes, updates_for_cycle
 
 HERE = Path(__file__).resolve().parent
 

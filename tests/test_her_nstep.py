@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from her_rl.algos.hindsight import updates_for_cycle
+from her_rl.algos.cycle import updates_for_cycle
 from her_rl.envs.bitflip import compute_reward
 from her_rl.rl.her import HindsightMemory
 

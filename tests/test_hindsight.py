@@ -13,7 +13,7 @@ from her_rl.algos.her_sac import HerSAC
 from her_rl.algos.her_crossq import HerCrossQ
 from her_rl.algos.her_redq import HerREDQ
 from her_rl.algos.her_td3 import HerTD3
-from her_rl.algos.hindsight import cycle_result
+from her_rl.algos.cycle import cycle_result
 from her_rl.errors import ConfigError
 from her_rl.config.registry import ALGOS, accepted_params
 from her_rl.config.schema import algo_rules

@@ -118,7 +118,7 @@ def test_joints_read_by_address_give_the_same_observations_bit_for_bit():
 
 @needs_robotics
 def test_learners_collect_in_fetch_copies_that_read_joints_by_address_and_other_envs_are_left_alone():
-    from her_rl.algos.hindsight import cycle_envs
+    from her_rl.algos.cycle import cycle_envs
     from her_rl.envs.fetch import CachedJointUtils, cache_joint_lookups
 
     fetch_push = {"name": "fetch_push", "id": "FetchPush-v4", "kwargs": {}, "vectorization": "sync"}

@@ -75,7 +75,7 @@ def test_a_share_of_training_episodes_and_no_evaluation_episode_start_held():
 
 @needs_robotics
 def test_a_hindsight_learner_collects_in_copies_that_start_held():
-    from her_rl.algos.hindsight import cycle_envs
+    from her_rl.algos.cycle import cycle_envs
 
     envs, _ = cycle_envs({**PNP, "start_in_gripper": 1.0}, 2, seed=0, algo="her_ddpg")
     try:

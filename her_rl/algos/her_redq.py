@@ -55,6 +55,8 @@ class HerREDQ(HerSAC):
     clip_target: bool = True
     """Bound the bootstrapped Q to [-1/(1-gamma), 0], the range a -1/0 reward allows (before the entropy
     bonus)."""
+    critic_threads: int = 1
+    """1 only: the ensemble's critics already run as one batched product per layer."""
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:
