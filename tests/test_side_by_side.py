@@ -83,3 +83,21 @@ def test_her_run_refuses_critic_threads_for_her_redq_in_one_line(her_run_here, t
         "her-run: error: algo.critic_threads=2 is not allowed for her_redq: its critics are one batched ensemble "
         "(it takes 1)"]
     assert not any(tmp_path.iterdir())
+
+
+def test_critic_threads_is_bookkeeping_a_resume_may_change_it_and_it_names_no_folder_or_summary_row():
+    from omegaconf import OmegaConf
+
+    from her_rl.config import bookkeeping
+    from her_rl.config.compose import compose
+    from her_rl.config.saved import merge
+
+    saved = OmegaConf.to_container(compose(["algo=her_sac", "env=push", "env.kwargs.actions=continuous"]), resolve=True)
+    current = OmegaConf.to_container(compose(["algo=her_sac", "env=push", "env.kwargs.actions=continuous",
+                                              "algo.critic_threads=2"]), resolve=True)
+    effective, changes = merge(saved, current, ["algo.critic_threads=2"])
+    assert changes == {"algo.critic_threads": [1, 2]} and effective["algo"]["critic_threads"] == 2
+    with pytest.raises(ConfigError, match="cannot resume: .*algo.precision"):
+        merge(saved, {**current, "algo": {**current["algo"], "precision": "bfloat16"}}, ["algo.precision=bfloat16"])
+    assert "algo.critic_threads" in bookkeeping.exclude_keys()
+    assert not bookkeeping.is_setting("algo.critic_threads=2") and bookkeeping.is_setting("algo.precision=bfloat16")

@@ -11,7 +11,7 @@ This one table decides, for every key that is not part of the experiment:
 * TensorBoard's HParams: bookkeeping overrides are not logged as hyperparameters (thresholds are).
 
 A key here is a top-level key or a whole table (``budget`` covers ``budget.env_steps`` and every
-other key under it). ``resume`` and ``load`` say what to do with a run; they are never compared
+other key under it), or one key of a group (``LEAVES``). ``resume`` and ``load`` say what to do with a run; they are never compared
 and always taken from the command.
 """
 
@@ -23,6 +23,8 @@ TABLES = ("budget", "eval", "checkpoint", "guard", "video")
 """Tables whose every key is bookkeeping."""
 KEYS = ("progress", "device", "threads")
 """Top-level bookkeeping keys."""
+LEAVES = ("algo.critic_threads",)
+"""Keys inside a group that are bookkeeping: they change how fast a run goes, never its numbers."""
 VERBS = ("resume", "load")
 """What to do with the run: never compared with a saved run, always taken from this command."""
 JUDGING = ("eval.success_threshold", "eval.return_threshold")
@@ -32,7 +34,7 @@ NOT_A_SETTING = ("seed", "experiment")
 """Not bookkeeping, but not what a summary row is keyed by either: a row averages over seeds, and an
 ``experiment`` preset is seen through the values it sets."""
 
-DESCRIPTION = "budget.*, eval.*, checkpoint.*, guard.*, video.*, progress, device and threads"
+DESCRIPTION = "budget.*, eval.*, checkpoint.*, guard.*, video.*, progress, device, threads and algo.critic_threads"
 
 
 def top_key(key: str) -> str:
@@ -42,7 +44,7 @@ def top_key(key: str) -> str:
 def is_bookkeeping(key: str) -> bool:
     """``budget.env_steps``, ``+guard.max_skips``, ``progress``, ``resume``, ...: True."""
     top = top_key(key)
-    return top in TABLES or top in KEYS or top in VERBS
+    return top in TABLES or top in KEYS or top in VERBS or key.lstrip("+~").split("=", 1)[0] in LEAVES
 
 
 def is_setting(key: str) -> bool:
@@ -56,7 +58,7 @@ def is_setting(key: str) -> bool:
 def leaf_keys(tables: dict[str, Any]) -> list[str]:
     """Every bookkeeping key as Hydra's ``override_dirname.exclude_keys`` needs it (exact keys, no
     wildcards), from the top-level schema ``tables`` (``her_rl.config.schema.TOP``)."""
-    out = [*VERBS, *KEYS]
+    out = [*VERBS, *KEYS, *LEAVES]
     for table in TABLES:
         out += [f"{table}.{key}" for key in tables.get(table, {})]
     return out
