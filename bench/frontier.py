@@ -30,39 +30,53 @@ from bench.tables import markdown
 PRESETS = ("fetch_push_frontier", "fetch_pick_and_place_frontier", "fetch_slide_frontier")
 
 
-def preset_config(preset: str) -> Any:
+def preset_config(preset: str, sets: Sequence[str] = ()) -> Any:
+    """The preset's composed config, with a variant's overrides ``sets``."""
     from her_rl.config.compose import compose
 
-    return compose([f"experiment={preset}"])
+    return compose([f"experiment={preset}", *sets])
 
 
 def env_id(preset: str) -> str:
     return str(preset_config(preset).env.id)
 
 
-def twin(preset: str) -> dict[str, Any]:
-    """The SB3 twin's settings for the preset's composed learner; for the 3-step presets
-    (FetchPickAndPlace, FetchSlide) the nearest twin, with 1-step returns and ``differs`` saying so
-    (and, for FetchPickAndPlace, that none of its episodes starts with the block held)."""
+TWIN_SETS = ("env.start_in_gripper",)
+"""The overrides a twin mirrors, so the only ones a twin's variant may have: any other would run the
+twin unchanged under the variant's name."""
+
+
+def twin(preset: str, sets: Sequence[str] = ()) -> dict[str, Any]:
+    """The SB3 twin's settings for the preset's composed learner (with a variant's ``sets``); for the
+    3-step presets (FetchPickAndPlace, FetchSlide) the nearest twin, with 1-step returns and ``differs``
+    saying so. Held starts (``env.start_in_gripper``) are mirrored: the twin's training env holds the
+    same share (:func:`bench.zoo.build`)."""
     from omegaconf import OmegaConf
 
-    cfg = preset_config(preset)
+    cfg = preset_config(preset, sets)
     settings = zoo.twin_settings(OmegaConf.to_container(cfg.algo, resolve=True), HORIZON, one_step=True)
-    if cfg.env.get("start_in_gripper"):  # a wrapper of our training copies; the twin's env is the task's own
-        held = f"start_in_gripper: ours {cfg.env.start_in_gripper}, the twin 0 (its episodes start as the task does)"
-        settings["differs"] = [*settings.get("differs", []), held]
+    if cfg.env.get("start_in_gripper"):
+        settings["start_in_gripper"] = float(cfg.env.start_in_gripper)
     return settings
 
 
-def run_sb3(preset: str, seed: int) -> dict[str, Any]:
-    """One SB3 twin run of the preset to its budget; its row."""
-    cfg, settings = preset_config(preset), twin(preset)
+def check_twin_sets(sets: Sequence[str]) -> None:
+    """Refuse (ValueError, one line) a twin variant's override the twin does not mirror."""
+    for override in sets:
+        if override.split("=", 1)[0].lstrip("+~") not in TWIN_SETS:
+            raise ValueError(f"{override}: the SB3 twin mirrors only {', '.join(TWIN_SETS)}")
+
+
+def run_sb3(preset: str, seed: int, sets: Sequence[str] = ()) -> dict[str, Any]:
+    """One SB3 twin run of the preset (or its variant ``sets``) to its budget; its row."""
+    cfg, settings = preset_config(preset, sets), twin(preset, sets)
     protocol = peers.Protocol(int(cfg.eval.every_env_steps), int(cfg.budget.env_steps), cap_at_evals=True)
     run, _ = zoo.train_peer(settings, cfg.env.id, {}, seed, protocol, int(cfg.eval.episodes), HORIZON,
                             f"SB3 twin {cfg.env.id} seed {seed}")
     return {"side": "sb3", "algo": settings["algo"], "env": str(cfg.env.id), "seed": seed, "preset": preset,
             "eval_episodes": int(cfg.eval.episodes), "settings": settings,
-            "evals": [[int(step), float(value), float(wall)] for step, wall, value in run.curve]}
+            "evals": [[int(step), float(value), float(wall)] for step, wall, value in run.curve],
+            **({"set": list(sets)} if sets else {})}
 
 
 def run_ours(preset: str, seed: int, sets: Sequence[str] = ()) -> dict[str, Any]:
@@ -189,7 +203,8 @@ def side_name(rows: Sequence[dict[str, Any]]) -> str:
     r = rows[0]
     if r["side"] == "ours":
         return " ".join([r["algo"], *r.get("set", [])])
-    return f"SB3 {r['algo'].upper()} + HER ({'1-step twin' if r.get('settings', {}).get('differs') else 'twin'})"
+    kind = "1-step twin" if r.get("settings", {}).get("differs") else "twin"
+    return " ".join([f"SB3 {r['algo'].upper()} + HER ({kind})", *r.get("set", [])])
 
 
 def at_steps(rows: Sequence[dict[str, Any]]) -> dict[int, list[float]]:

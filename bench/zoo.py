@@ -135,7 +135,9 @@ def zoo_settings(env_id: str) -> dict[str, Any]:
 
 def build(settings: Mapping[str, Any], env_id: str, kwargs: Mapping[str, Any], seed: int) -> Any:
     """The SB3 model these settings describe, on one copy of ``gymnasium.make(env_id, **kwargs)``
-    (VecNormalize around it when ``normalize``), on the CPU."""
+    (VecNormalize around it when ``normalize``; with ``start_in_gripper``, that share of its episodes
+    starts with the block held, as our training copies do: :class:`her_rl.envs.fetch.StartInGripper`),
+    on the CPU."""
     import gymnasium as gym
     from stable_baselines3 import DDPG, SAC, TD3, HerReplayBuffer
     from stable_baselines3.common.noise import NormalActionNoise
@@ -143,10 +145,17 @@ def build(settings: Mapping[str, Any], env_id: str, kwargs: Mapping[str, Any], s
 
     import her_rl.envs  # noqa: F401  (registers her_rl/Push-v0 and friends)
     from her_rl.envs.families import ensure_registered
+    from her_rl.envs.fetch import start_in_gripper
 
     ensure_registered(env_id)  # a Fetch task: gymnasium-robotics registers it
     s = settings
-    env = DummyVecEnv([lambda: gym.make(env_id, **kwargs)])
+    held = float(s.get("start_in_gripper") or 0)
+
+    def make() -> gym.Env:
+        env = gym.make(env_id, **kwargs)
+        return start_in_gripper(held)(env) if held else env
+
+    env = DummyVecEnv([make])
     if s["normalize"] and "norm_clip" in s:  # a twin: observations only, clipped as ours are
         env = VecNormalize(env, norm_obs=True, norm_reward=False, clip_obs=s["norm_clip"], gamma=s["gamma"])
     elif s["normalize"]:  # RL-Zoo's `normalize: True`: VecNormalize's defaults, with the algorithm's gamma

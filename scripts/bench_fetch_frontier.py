@@ -9,7 +9,8 @@ and add their rows to a JSON file as each finishes, or report on the file (table
     .venv/bin/python scripts/bench_fetch_frontier.py --heights outputs/pick_and_place --episodes 200
 
 ``--set`` runs a variant of the preset (her-run overrides added to it); its rows carry them and are
-a series of their own in the tables and curves.
+a series of their own in the tables and curves. The SB3 twin mirrors held starts
+(``env.start_in_gripper``) and no other override, so ``--side sb3`` takes only that one.
 
 Seeds run one after another in this process (one torch thread); start one process per seed to use
 more cores: the rows file is extended under a lock.
@@ -35,7 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--json", type=Path, help="add each run's row to this file")
     p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
-                   help="with --side ours: her-run overrides added to the preset (a variant of it)")
+                   help="her-run overrides added to the preset (a variant of it); with --side sb3 only "
+                        "env.start_in_gripper, which the twin mirrors")
     p.add_argument("--report", type=Path, help="print the tables of this rows file")
     p.add_argument("--png", type=Path, help="with --report: write the curves here")
     p.add_argument("--still", type=int, metavar="EPISODES",
@@ -68,15 +70,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.side == "sb3" and (why := frontier.zoo.missing("twin", frontier.env_id(args.preset))):
         p.error(why)
     if args.set:
-        if args.side == "sb3":
-            p.error("--set: a variant of our preset only; the SB3 twin takes the preset's own settings")
         try:
+            if args.side == "sb3":
+                frontier.check_twin_sets(args.set)
             frontier.check_sets(args.preset, args.set)
-        except ConfigError as exc:
+        except (ConfigError, ValueError) as exc:
             p.error(f"--set {' '.join(args.set)}: {exc}")
     for seed in args.seeds:
         if args.side == "sb3":
-            row = frontier.run_sb3(args.preset, seed)
+            row = frontier.run_sb3(args.preset, seed, args.set)
         else:
             row = frontier.run_ours(args.preset, seed, args.set)
         frontier.add_row(args.json, row)

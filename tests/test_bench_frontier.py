@@ -37,10 +37,9 @@ def test_a_3_step_presets_twin_is_the_nearest_with_1_step_returns_and_says_so(pr
     assert (ours["name"], ours["n_step"], s["algo"]) == ("her_ddpg", 3, "ddpg")
     assert (s["net_arch"], s["batch_size"], s["gamma"], s["train_freq_episodes"]) == (
         ours["hidden"], ours["batch_size"], ours["gamma"], ours["episodes_per_cycle"])
-    assert s["differs"][0] == "n_step: ours 3, the twin 1 (SB3's HerReplayBuffer has no n-step returns)"
+    assert s["differs"] == ["n_step: ours 3, the twin 1 (SB3's HerReplayBuffer has no n-step returns)"]
     held = frontier.preset_config(preset).env.get("start_in_gripper")
-    assert s["differs"][1:] == ([f"start_in_gripper: ours {held}, the twin 0 (its episodes start as the task does)"]
-                                if held else [])
+    assert s.get("start_in_gripper") == (held or None)  # the twin's training env holds the same share
     assert "differs" not in frontier.twin(PRESET)  # FetchPush's twin is exact
     with pytest.raises(ValueError, match="no n_step"):
         zoo.twin_settings(ours, frontier.HORIZON)  # without one_step: refused, as before
@@ -250,7 +249,8 @@ def test_a_variant_runs_her_run_with_its_overrides_and_its_row_says_them(monkeyp
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["--side", "sb3", "--set", "eval.episodes=10"], "--set: a variant of our preset only"),
+    (["--side", "sb3", "--set", "algo.k=2"], "--set algo.k=2: algo.k=2: the SB3 twin mirrors only env.start_in_gripper"),
+    (["--side", "sb3", "--set", "env.start_in_gripper=0.5"], "--set env.start_in_gripper=0.5: Could not override 'env.start_in_gripper'"),
     (["--side", "ours", "--set", "eval.episodes=0"], "--set eval.episodes=0: eval.episodes=0 is not allowed"),
     (["--side", "ours", "--set", "no_such_key=1"], "--set no_such_key=1: Could not override 'no_such_key'"),
 ])
@@ -267,3 +267,19 @@ def test_a_bad_variant_is_one_line_and_exit_2(tmp_path, capsys, argv, says):
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert says in err and "Traceback" not in err, err
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_twins_variant_mirrors_held_starts_and_is_a_series_of_its_own():
+    pnp = "fetch_pick_and_place_frontier"
+    held = frontier.preset_config(pnp).env.start_in_gripper
+    assert held and frontier.twin(pnp)["start_in_gripper"] == held
+    assert "start_in_gripper" not in frontier.twin(pnp, ["env.start_in_gripper=0"])
+    frontier.check_twin_sets(["env.start_in_gripper=0"])
+    with pytest.raises(ValueError, match="algo.prioritize=energy: the SB3 twin mirrors only env.start_in_gripper"):
+        frontier.check_twin_sets(["algo.prioritize=energy"])  # the twin would run unchanged under its name
+    plain = {**_row("sb3", 0, [0.1]), "settings": {"differs": ["n_step: ours 3, the twin 1"]}}
+    variant = {**plain, "seed": 1, "set": ["env.start_in_gripper=0"]}
+    series = frontier.frontier_rows([plain, variant], PRESET)
+    assert {k: len(v) for k, v in series.items()} == {"sb3": 1, "sb3 env.start_in_gripper=0": 1}
+    assert frontier.side_name(series["sb3 env.start_in_gripper=0"]) == (
+        "SB3 SAC + HER (1-step twin) env.start_in_gripper=0")

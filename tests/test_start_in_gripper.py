@@ -97,3 +97,25 @@ def test_an_env_without_a_block_to_hold_is_one_line_exit_2_and_no_folder(her_run
     assert "\n" not in line and "Traceback" not in line, line
     assert "env.start_in_gripper needs a MuJoCo Fetch task with a block and working fingers" in line
     assert not (tmp_path / "run").exists()
+
+
+@needs_robotics
+def test_the_sb3_twins_training_env_holds_the_same_share_and_its_hindsight_buffer_works_through_it():
+    pytest.importorskip("stable_baselines3")
+    from bench import frontier, zoo
+
+    settings = {**frontier.twin("fetch_pick_and_place_frontier"), "start_in_gripper": 1.0, "buffer_size": 1000}
+    model = zoo.build(settings, "FetchPickAndPlace-v4", {}, seed=0)
+    try:
+        obs = model.env.unnormalize_obs(model.env.reset()) if hasattr(model.env, "unnormalize_obs") else model.env.reset()
+        assert _held(obs).all()
+        model.learn(total_timesteps=60)  # one episode and more: HER relabels through the wrapper's compute_reward
+        assert model.replay_buffer.size() > 0
+    finally:
+        model.env.close()
+    plain = zoo.build({**settings, "start_in_gripper": 0.0}, "FetchPickAndPlace-v4", {}, seed=0)
+    try:
+        obs = plain.env.unnormalize_obs(plain.env.reset()) if hasattr(plain.env, "unnormalize_obs") else plain.env.reset()
+        assert not _held(obs).any()
+    finally:
+        plain.env.close()
