@@ -135,7 +135,7 @@ class HerSAC(HindsightLearner):
         return {**metrics, **self.temperature_step(logp)}
 
     def min_q_and_action_gradient(self, x: torch.Tensor, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """mean over the batch of min(Q1, Q2)(x, a) as values, and its gradient with respect to ``a``: each
+        """min(Q1, Q2)(x, a) per sample, and the gradient of its batch mean with respect to ``a``: each
         critic's backward pass :attr:`side_by_side` (the critics frozen: no weight gradients)."""
         a_in = a.detach().requires_grad_(True)
         qs = [q.float() for q in self.critics_at(self.q1, self.q2, x=x, a=a_in)]
