@@ -81,9 +81,7 @@ class HerCrossQ(HerSAC):
         with torch.no_grad():
             y = self.td_target(t, torch.min(q1[batch:], q2[batch:]), entropy=self.log_alpha.exp() * logp_next.float())
         losses = [F.mse_loss(q1[:batch], y), F.mse_loss(q2[:batch], y)]
-        self.critic_optimizer.zero_grad(set_to_none=True)
-        self.side_by_side.map(torch.Tensor.backward, losses)
-        self.clip_and_step(self.critic_optimizer)
+        self.step_side_by_side(self.critic_optimizer, torch.Tensor.backward, losses)
         qf_loss = sum(loss.detach() for loss in losses)
         metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1[:batch].mean().item()}
         if self.updates % self.policy_delay:

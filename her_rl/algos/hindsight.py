@@ -255,10 +255,17 @@ class HindsightLearner(Learner):
             loss.backward()
             return loss.detach(), q.detach()
 
-        optimizer.zero_grad(set_to_none=True)
-        fitted = self.side_by_side.map(fit, critics)
-        self.clip_and_step(optimizer)
+        fitted = self.step_side_by_side(optimizer, fit, critics)
         return sum(loss for loss, _ in fitted), fitted[0][1]
+
+    def step_side_by_side(self, optimizer: torch.optim.Optimizer, backward: Callable[[Any], Any],
+                          items: Sequence[Any]) -> list[Any]:
+        """One step of ``optimizer`` on the gradients ``backward`` leaves, called on each item
+        :attr:`side_by_side` (each critic's backward pass); returns what the calls return."""
+        optimizer.zero_grad(set_to_none=True)
+        out = self.side_by_side.map(backward, items)
+        self.clip_and_step(optimizer)
+        return out
 
     def critics_at(self, *critics: torch.nn.Module, x: torch.Tensor, a: torch.Tensor) -> list[torch.Tensor]:
         """Each critic's Q(x, a) in ``precision``, :attr:`side_by_side`; recorded for backward where grad
