@@ -285,7 +285,7 @@ def plot(rows: Sequence[dict[str, Any]], preset: str, path: str | Path, still: f
     ax.set_ylabel("greedy success (50 episodes)")
     ax.set_ylim(-0.03, 1.03)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="best")  # where it covers the fewest points
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
