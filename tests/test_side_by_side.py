@@ -29,6 +29,26 @@ def test_side_by_side_runs_the_first_item_here_and_the_second_on_another_thread_
     assert SideBySide(1).map(lambda _: threading.get_ident(), [1, 2]) == [here, here]
 
 
+def test_when_the_first_piece_raises_the_others_have_ended_before_the_error_reaches_the_caller():
+    import time
+
+    done = []
+
+    def piece(item):
+        if item == "q1":
+            raise ValueError("non-finite loss")
+        time.sleep(0.2)
+        done.append(item)
+
+    pair = SideBySide(2)
+    try:
+        with pytest.raises(ValueError, match="non-finite"):
+            pair.map(piece, ["q1", "q2"])
+        assert done == ["q2"]  # not still running while the caller goes on to its next update
+    finally:
+        pair.close()
+
+
 def _trained(cls, critic_threads: int, precision: str):
     torch.manual_seed(0)  # the networks' initial weights come from torch's global generator
     agent = cls(env=PUSH, seed=0, critic_threads=critic_threads, precision=precision, **SMALL)

@@ -15,7 +15,7 @@ Grad mode and autocast are per thread in torch, so a piece sets its own (``torch
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable, Sequence, TypeVar
 
 import torch
@@ -40,7 +40,10 @@ class SideBySide:
             self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="her-rl-critic",
                                             initializer=torch.set_num_threads, initargs=(torch.get_num_threads(),))
         later = [self._pool.submit(fn, item) for item in items[1:]]
-        first = fn(items[0])
+        try:
+            first = fn(items[0])
+        finally:  # whatever raised, no piece outlives the call: the next update's gradients are its own
+            wait(later)
         return [first, *(f.result() for f in later)]
 
     def close(self) -> None:
