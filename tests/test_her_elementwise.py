@@ -47,6 +47,49 @@ def test_dueling_elementwise_q_ranks_actions_by_their_own_element_alone():
     assert big(torch.randn(2, 20)).shape == (2, 10)
 
 
+def _dueling_over_every_element(q: ElementwiseDuelingQ, x: torch.Tensor) -> torch.Tensor:
+    """The dueling Q-values the long way: every element through the layers."""
+    h = torch.relu(q.local(x.view(len(x), 2, q.n).transpose(1, 2)))
+    return q.advantage(h).squeeze(-1) + q.value(h.mean(1))
+
+
+def test_dueling_q_on_bits_equals_every_element_through_the_layers_values_and_gradients():
+    torch.manual_seed(0)
+    q = ElementwiseDuelingQ(37, [8, 8])
+    x = torch.randint(0, 2, (5, 74)).float() * 2 - 1  # bits as the network gets them: +-1
+    fast, slow = q(x), _dueling_over_every_element(q, x)
+    torch.testing.assert_close(fast, slow)
+    weights = torch.randn_like(fast)
+    grads = [torch.autograd.grad((out * weights).sum(), list(q.parameters())) for out in (q(x), slow)]
+    for g_fast, g_slow in zip(*grads):
+        torch.testing.assert_close(g_fast, g_slow)
+    # a row with one pattern only, and one bit away from its goal, as greedy episodes see them
+    edge = torch.ones(2, 74)
+    edge[1, 0] = -1.0
+    torch.testing.assert_close(q(edge), _dueling_over_every_element(q, edge))
+    assert _rows_through_the_layers(q, x) == 4  # not 5 x 37: the update's cost no longer grows with n
+
+
+def _rows_through_the_layers(q: ElementwiseDuelingQ, x: torch.Tensor) -> int:
+    rows = []
+    hook = q.local[0].register_forward_hook(lambda module, args, out: rows.append(args[0].shape[:-1].numel()))
+    try:
+        q(x)
+    finally:
+        hook.remove()
+    return sum(rows)
+
+
+def test_dueling_q_off_bits_still_sends_every_element_through_the_layers():
+    torch.manual_seed(0)
+    q = ElementwiseDuelingQ(6, [8, 8])
+    x = torch.randint(0, 2, (3, 12)).float() * 2 - 1
+    x[1, 4] = 0.5  # one input that is not a bit: the four patterns do not cover it
+    torch.testing.assert_close(q(x), _dueling_over_every_element(q, x))
+    assert not torch.allclose(q(x)[1], q(x.clamp(-1, 1).sign())[1])
+    assert _rows_through_the_layers(q, x) == 3 * 6
+
+
 def test_elementwise_network_is_refused_where_actions_do_not_match_elements(tmp_path):
     with pytest.raises(ConfigError, match="algo.network=elementwise needs one action per observation and goal"):
         run(compose(["env=push", "algo.network=elementwise", "progress=false", "budget.env_steps=10"]),
