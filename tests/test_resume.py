@@ -205,3 +205,27 @@ def test_a_later_weaker_evaluation_does_not_undo_when_the_run_first_solved(tmp_p
     assert again["solved_at_env_steps"] == first["solved_at_env_steps"]
     raised = main(["resume=true", "budget.env_steps=800", "eval.success_threshold=1.0"], out_dir=out)
     assert raised["env_steps"] >= 800  # a higher bar is judged afresh: trains on (and may solve again later)
+
+
+def test_a_checkpoint_saved_on_cuda_resumes_and_loads_on_cpu(tmp_path):
+    """A CUDA generator saves 16 bytes (seed and offset), a CPU one 5,056: the learner's generator is then
+    seeded from the saved state, the same way each time, instead of failing to load."""
+    out = tmp_path / "run"
+    continuous = ["algo=her_sac", "env=push", "env.kwargs.actions=continuous"]
+    train(out, *continuous, budget=200)
+    path = out / "checkpoint.pt"
+    saved = checkpoint.load(path)
+    assert saved["agent"]["generator"].numel() > 16
+    saved["agent"]["generator"] = torch.tensor([7, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0], dtype=torch.uint8)
+    checkpoint.save(saved, path)
+    main([f"load={path}", "progress=false", "eval.episodes=2"])
+    assert json.loads((out / "eval.json").read_text())["episodes"] == 2
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for f in out.iterdir():
+        if f.is_file():
+            (copy / f.name).write_bytes(f.read_bytes())
+    for folder in (out, copy):
+        assert main(["resume=true", "budget.env_steps=400", "progress=false"], out_dir=folder)["env_steps"] >= 400
+    a, b = (checkpoint.load(folder / "checkpoint.pt")["agent"] for folder in (out, copy))
+    assert all(torch.equal(a["actor"][k], b["actor"][k]) for k in a["actor"])  # the same run from the same state

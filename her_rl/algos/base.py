@@ -14,6 +14,7 @@ that earlier versions wrote under other names.
 
 from __future__ import annotations
 
+import hashlib
 import operator
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
@@ -118,7 +119,11 @@ def restore(obj: Any, state: Any) -> None:
     if isinstance(obj, np.random.Generator):
         obj.bit_generator.state = state
     elif isinstance(obj, torch.Generator):
-        obj.set_state(state)
+        if state.numel() == obj.get_state().numel():
+            obj.set_state(state)
+        else:  # saved on another device (a CUDA generator keeps 16 bytes, a CPU one 5,056): seeded from it instead
+            digest = hashlib.blake2b(state.cpu().numpy().tobytes(), digest_size=8).digest()
+            obj.manual_seed(int.from_bytes(digest, "little") >> 1)
     elif isinstance(obj, torch.Tensor):
         with torch.no_grad():
             obj.copy_(state)
