@@ -118,15 +118,19 @@ def test_the_default_bitflip_settings_solve_300_bits_with_the_dueling_network(tm
     assert results["solved"] and results["eval_success_rate"] >= 0.95, results
 
 
-@pytest.mark.parametrize("n, network, hidden, lr, gamma, cycle, batch", [
-    (5, "mlp", [256, 256], 0.003, 0.98, 4, 256), (30, "mlp", [256, 256], 0.003, 0.98, 4, 256),
-    (31, "elementwise", [32, 32], 0.001, 0.98, 4, 256), (256, "elementwise", [32, 32], 0.001, 0.98, 4, 256),
-    (257, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64),
-    (4096, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64)])
-def test_the_bitflip_tuned_file_picks_its_settings_by_n(n, network, hidden, lr, gamma, cycle, batch):
+@pytest.mark.parametrize("n, network, hidden, lr, gamma, cycle, batch, strategy", [
+    (5, "mlp", [256, 256], 0.003, 0.98, 4, 256, "future"), (30, "mlp", [256, 256], 0.003, 0.98, 4, 256, "future"),
+    (31, "elementwise", [32, 32], 0.001, 0.98, 4, 256, "future"),
+    (256, "elementwise", [32, 32], 0.001, 0.98, 4, 256, "future"),
+    (257, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64, "future"),
+    (1000, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64, "future"),
+    (1001, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64, "next_future"),
+    (4096, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64, "next_future")])
+def test_the_bitflip_tuned_file_picks_its_settings_by_n(n, network, hidden, lr, gamma, cycle, batch, strategy):
     algo = compose([f"n={n}"]).algo
     assert (algo.network, list(algo.hidden), algo.lr) == (network, hidden, lr)
-    assert (algo.gamma, algo.episodes_per_cycle, algo.batch_size) == (gamma, cycle, batch)
+    assert (algo.gamma, algo.episodes_per_cycle, algo.batch_size, algo.strategy) == (gamma, cycle, batch, strategy)
+    assert compose([f"n={n}", "algo.strategy=final"]).algo.strategy == "final"
     assert compose([f"n={n}", "algo.network=mlp"]).algo.network == "mlp"  # a command-line value still wins
 
 
