@@ -50,7 +50,7 @@ DELETIONS = [
     ("~algo.batch_size", "algo.batch_size is required; it was deleted with ~algo.batch_size"),
     ("~env.id", "env.id is required; it was deleted with ~env.id"),
     ("~env.kwargs", "env.kwargs is required; it was deleted with ~env.kwargs"),
-    ("~n", "algo.hidden needs n, which was deleted with ~n"),  # the tuned file's ${by_size:${n},...}
+    ("~n", "algo.strategy needs n, which was deleted with ~n"),  # the tuned file's ${by_size:${n},...}
     ("~hydra.run.dir", "'~hydra.run.dir' is not accepted: Hydra's settings may be changed, not deleted"),
 ]
 
