@@ -9,7 +9,7 @@ import torch
 from omegaconf import OmegaConf
 
 from her_rl.folder import checkpoint
-from her_rl.errors import ConfigError
+from her_rl.errors import CheckpointError, ConfigError
 from her_rl.run.runner import main
 
 FAST = ["n=4", "progress=false", "eval.every_iterations=1000", "eval.stop_when_solved=false", "eval.episodes=5"]
@@ -229,3 +229,13 @@ def test_a_checkpoint_saved_on_cuda_resumes_and_loads_on_cpu(tmp_path):
         assert main(["resume=true", "budget.env_steps=400", "progress=false"], out_dir=folder)["env_steps"] >= 400
     a, b = (checkpoint.load(folder / "checkpoint.pt")["agent"] for folder in (out, copy))
     assert all(torch.equal(a["actor"][k], b["actor"][k]) for k in a["actor"])  # the same run from the same state
+
+
+def test_a_generator_state_of_no_device_is_still_refused(tmp_path):
+    out = tmp_path / "run"
+    train(out, "algo=her_sac", "env=push", "env.kwargs.actions=continuous", budget=200)
+    saved = checkpoint.load(out / "checkpoint.pt")
+    saved["agent"]["generator"] = torch.zeros(100, dtype=torch.uint8)  # neither a CPU nor a CUDA generator's
+    checkpoint.save(saved, out / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match="does not fit algo 'her_sac'"):
+        main(["resume=true", "budget.env_steps=400", "progress=false"], out_dir=out)

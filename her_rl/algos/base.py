@@ -114,16 +114,21 @@ def state_of(obj: Any) -> Any:
     return obj.state_dict()
 
 
+GENERATOR_STATE_SIZES = (torch.default_generator.get_state().numel(), 16)
+"""Bytes of a torch generator's state: a CPU one's (Mersenne Twister), a CUDA one's (seed and offset)."""
+
+
 def restore(obj: Any, state: Any) -> None:
     """Load ``state`` (see :func:`state_of`) into ``obj`` in place."""
     if isinstance(obj, np.random.Generator):
         obj.bit_generator.state = state
     elif isinstance(obj, torch.Generator):
-        if state.numel() == obj.get_state().numel():
-            obj.set_state(state)
-        else:  # saved on another device (a CUDA generator keeps 16 bytes, a CPU one 5,056): seeded from it instead
+        if state.numel() != obj.get_state().numel() and state.numel() in GENERATOR_STATE_SIZES:
+            # saved on another device: seeded from that state instead (the same state, the same seed)
             digest = hashlib.blake2b(state.cpu().numpy().tobytes(), digest_size=8).digest()
             obj.manual_seed(int.from_bytes(digest, "little") >> 1)
+        else:  # any other size is no generator's state: set_state refuses it
+            obj.set_state(state)
     elif isinstance(obj, torch.Tensor):
         with torch.no_grad():
             obj.copy_(state)
