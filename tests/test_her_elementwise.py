@@ -53,11 +53,23 @@ def _dueling_over_every_element(q: ElementwiseDuelingQ, x: torch.Tensor) -> torc
     return q.advantage(h).squeeze(-1) + q.value(h.mean(1))
 
 
-def test_dueling_q_on_bits_equals_every_element_through_the_layers_values_and_gradients():
+def _shared_over_every_element(q: ElementwiseQ, x: torch.Tensor) -> torch.Tensor:
+    """ElementwiseQ's values the long way: every element through the layers, the row mean added after each."""
+    h = x.view(len(x), 2, q.n).transpose(1, 2)
+    for local, pooled in zip(q.local, q.pooled):
+        h = torch.relu(local(h) + pooled(h.mean(1, keepdim=True)))
+    return q.head(h).squeeze(-1) + q.pooled_head(h.mean(1))
+
+
+LONG_WAY = {ElementwiseDuelingQ: _dueling_over_every_element, ElementwiseQ: _shared_over_every_element}
+
+
+@pytest.mark.parametrize("net", [ElementwiseDuelingQ, ElementwiseQ])
+def test_q_on_bits_equals_every_element_through_the_layers_values_and_gradients(net):
     torch.manual_seed(0)
-    q = ElementwiseDuelingQ(37, [8, 8])
+    q, long_way = net(37, [8, 8]), LONG_WAY[net]
     x = torch.randint(0, 2, (5, 74)).float() * 2 - 1  # bits as the network gets them: +-1
-    fast, slow = q(x), _dueling_over_every_element(q, x)
+    fast, slow = q(x), long_way(q, x)
     torch.testing.assert_close(fast, slow)
     weights = torch.randn_like(fast)
     grads = [torch.autograd.grad((out * weights).sum(), list(q.parameters())) for out in (q(x), slow)]
@@ -66,11 +78,12 @@ def test_dueling_q_on_bits_equals_every_element_through_the_layers_values_and_gr
     # a row with one pattern only, and one bit away from its goal, as greedy episodes see them
     edge = torch.ones(2, 74)
     edge[1, 0] = -1.0
-    torch.testing.assert_close(q(edge), _dueling_over_every_element(q, edge))
-    assert _rows_through_the_layers(q, x) == 4  # not 5 x 37: the update's cost no longer grows with n
+    torch.testing.assert_close(q(edge), long_way(q, edge))
+    # not 5 x 37: the update's cost no longer grows with n (ElementwiseQ: four a row, its mean differs by row)
+    assert _rows_through_the_layers(q, x) == (4 if net is ElementwiseDuelingQ else 5 * 4)
 
 
-def _rows_through_the_layers(q: ElementwiseDuelingQ, x: torch.Tensor) -> int:
+def _rows_through_the_layers(q, x: torch.Tensor) -> int:
     rows = []
     hook = q.local[0].register_forward_hook(lambda module, args, out: rows.append(args[0].shape[:-1].numel()))
     try:
@@ -80,12 +93,13 @@ def _rows_through_the_layers(q: ElementwiseDuelingQ, x: torch.Tensor) -> int:
     return sum(rows)
 
 
-def test_dueling_q_off_bits_still_sends_every_element_through_the_layers():
+@pytest.mark.parametrize("net", [ElementwiseDuelingQ, ElementwiseQ])
+def test_q_off_bits_still_sends_every_element_through_the_layers(net):
     torch.manual_seed(0)
-    q = ElementwiseDuelingQ(6, [8, 8])
+    q = net(6, [8, 8])
     x = torch.randint(0, 2, (3, 12)).float() * 2 - 1
     x[1, 4] = 0.5  # one input that is not a bit: the four patterns do not cover it
-    torch.testing.assert_close(q(x), _dueling_over_every_element(q, x))
+    torch.testing.assert_close(q(x), LONG_WAY[net](q, x))
     assert not torch.allclose(q(x)[1], q(x.clamp(-1, 1).sign())[1])
     assert _rows_through_the_layers(q, x) == 3 * 6
 
@@ -121,8 +135,9 @@ def test_the_default_bitflip_settings_solve_300_bits_with_the_dueling_network(tm
 @pytest.mark.parametrize("n, network, hidden, lr, gamma, cycle, batch, strategy", [
     (5, "mlp", [256, 256], 0.003, 0.98, 4, 256, "future"), (30, "mlp", [256, 256], 0.003, 0.98, 4, 256, "future"),
     (31, "elementwise", [32, 32], 0.001, 0.98, 4, 256, "future"),
-    (256, "elementwise", [32, 32], 0.001, 0.98, 4, 256, "future"),
-    (257, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64, "future"),
+    (128, "elementwise", [32, 32], 0.001, 0.98, 4, 256, "future"),
+    (129, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64, "future"),
+    (256, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64, "future"),
     (1000, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64, "future"),
     (1001, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64, "next_future"),
     (4096, "elementwise_dueling", [32, 32], 0.001, 0.999, 1, 64, "next_future")])

@@ -21,7 +21,7 @@ Departures from the paper's bit-flip setup (Andrychowicz et al. 2017), all confi
       uniform random bits are known: mean 1/2, std 1/2); other inputs use the paper's running
       mean/std (``normalize``, ``norm_clip``);
     * for bit-flip past 30 bits: ``network=elementwise``, one small Q-network shared by every
-      bit (``ElementwiseQ`` in her_rl/rl/nets.py), past 256 ``network=elementwise_dueling``
+      bit (``ElementwiseQ`` in her_rl/rl/nets.py), past 128 ``network=elementwise_dueling``
       (``ElementwiseDuelingQ``: each bit's advantage from its own element), and ``random_mix``, a share of relabelled goals
       drawn from any stored step (far goals; measured, it did not help an MLP at n=64).
 """

@@ -52,6 +52,21 @@ def mlp(in_dim: int, out_dim: int, hidden: Sequence[int] = (64, 64), activation=
     return nn.Sequential(*layers)
 
 
+def is_bits(pairs: torch.Tensor) -> bool:
+    """Whether every input is a bit as bit-flip feeds them (+-1): then an element is one of four patterns."""
+    return bool((pairs.abs() == 1).all())
+
+
+def bit_patterns(pairs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For +-1 pairs ``[B, 2, n]`` (observations, goals): each element's pattern ``[B, n]`` (an index into the
+    four (bit, goal bit) patterns), the patterns ``[4, 2]``, and each row's share of each pattern ``[B, 4]``."""
+    code = (pairs[:, 0] > 0).long() * 2 + (pairs[:, 1] > 0).long()
+    patterns = torch.tensor([[-1., -1.], [-1., 1.], [1., -1.], [1., 1.]], dtype=pairs.dtype, device=pairs.device)
+    rows = torch.arange(len(code), device=code.device).unsqueeze(1) * 4
+    counts = torch.bincount((rows + code).flatten(), minlength=4 * len(code)).view(len(code), 4)
+    return code, patterns, counts.to(pairs.dtype) / pairs.shape[-1]
+
+
 class ElementwiseQ(nn.Module):
     """Q-values for envs whose action i acts on element i of the observation and of the goal (bit-flip:
     action i flips bit i), shared over the elements (a Deep Sets-style equivariant network).
@@ -75,10 +90,23 @@ class ElementwiseQ(nn.Module):
         self.pooled_head = nn.Linear(dims[-1], 1, bias=False)
 
     def forward(self, x):
-        h = x.view(len(x), 2, self.n).transpose(1, 2)  # [B, n, 2]: (obs_i, goal_i)
+        pairs = x.view(len(x), 2, self.n)
+        if is_bits(pairs):
+            return self._bits(pairs)
+        h = pairs.transpose(1, 2)  # [B, n, 2]: (obs_i, goal_i)
         for local, pooled in zip(self.local, self.pooled):
             h = nn.functional.relu(local(h) + pooled(h.mean(1, keepdim=True)))
         return self.head(h).squeeze(-1) + self.pooled_head(h.mean(1))
+
+    def _bits(self, pairs: torch.Tensor) -> torch.Tensor:
+        """The same Q for +-1 inputs at the cost of 4 elements a row instead of n: within a row, elements of one
+        pattern stay equal through every layer (each adds the same row mean), so each row carries four hidden
+        vectors and its mean over elements weighs them by their share."""
+        code, patterns, share = bit_patterns(pairs)
+        h, share = patterns.expand(len(code), 4, 2), share.unsqueeze(1)  # [B, 4, 2], [B, 1, 4]
+        for local, pooled in zip(self.local, self.pooled):
+            h = nn.functional.relu(local(h) + pooled(share @ h))
+        return self.head(h).squeeze(-1).gather(1, code) + self.pooled_head((share @ h).squeeze(1))
 
 
 class ElementwiseDuelingQ(nn.Module):
@@ -100,7 +128,7 @@ class ElementwiseDuelingQ(nn.Module):
 
     def forward(self, x):
         pairs = x.view(len(x), 2, self.n)
-        if bool((pairs.abs() == 1).all()):  # bits (+-1): four distinct (obs_i, goal_i), so four rows through the layers
+        if is_bits(pairs):  # four distinct (obs_i, goal_i), so four rows through the layers
             return self._bits(pairs)
         h = torch.relu(self.local(pairs.transpose(1, 2)))  # [B, n, H]: each (obs_i, goal_i) alone
         return self.advantage(h).squeeze(-1) + self.value(h.mean(1))
@@ -108,12 +136,9 @@ class ElementwiseDuelingQ(nn.Module):
     def _bits(self, pairs: torch.Tensor) -> torch.Tensor:
         """The same Q for +-1 inputs at the cost of four elements instead of B x n: each element's hidden
         vector is one of the four patterns', and the mean over elements weighs those four by their share."""
-        code = (pairs[:, 0] > 0).long() * 2 + (pairs[:, 1] > 0).long()  # [B, n]: index into the patterns
-        patterns = torch.tensor([[-1., -1.], [-1., 1.], [1., -1.], [1., 1.]], dtype=pairs.dtype, device=pairs.device)
+        code, patterns, share = bit_patterns(pairs)
         h = torch.relu(self.local(patterns))  # [4, H]
-        rows = torch.arange(len(code), device=code.device).unsqueeze(1) * 4
-        share = torch.bincount((rows + code).flatten(), minlength=4 * len(code)).view(len(code), 4) / self.n
-        return self.advantage(h).squeeze(-1)[code] + self.value(share.to(h.dtype) @ h)
+        return self.advantage(h).squeeze(-1)[code] + self.value(share @ h)
 
 
 class Critic(nn.Module):
