@@ -298,11 +298,13 @@ def test_sac_refuses_discrete_envs_and_round_trips_its_state():
     _round_trip(_sac)
 
 
-def test_her_sac_solves_a_small_continuous_push(tmp_path):
+@pytest.mark.parametrize("update", [[], ["algo.simultaneous=true", "algo.critic_threads=2"]],
+                         ids=["plain", "simultaneous"])
+def test_her_sac_solves_a_small_continuous_push(tmp_path, update):
     # measured: solved (>= 0.9) after 25,200 env steps, ~30 s on a 2-core machine at load 10
     cfg = compose(["algo=her_sac", *SMALL_PUSH, "algo.hidden=[64,64]", "algo.batch_size=128",
                    "algo.episodes_per_cycle=4", "algo.updates_per_cycle=10", "eval.every_iterations=5",
-                   "eval.success_threshold=0.9", "budget.env_steps=40000", "progress=false", "seed=0"])
+                   "eval.success_threshold=0.9", "budget.env_steps=40000", "progress=false", "seed=0", *update])
     results = run(cfg, out_dir=tmp_path)
     assert results["solved"] and results["eval_success_rate"] >= 0.9, results
 

@@ -42,6 +42,7 @@ class HerCrossQ(HerSAC):
     """HER-CrossQ agent: HER-SAC's actor and temperature, batch-renormalised critics, no targets."""
 
     NAME = "her_crossq"
+    SIMULTANEOUS = False
     TARGETS: ClassVar[dict[str, str]] = {}
     STATE = ("actor", "q1", "q2", "actor_optimizer", "critic_optimizer", "alpha_optimizer", "log_alpha", "generator",
              *HindsightLearner.STATE)
@@ -62,6 +63,8 @@ class HerCrossQ(HerSAC):
     """Gradient steps of plain batch normalisation before the renormalisation corrections start."""
     clip_target: bool = True
     """Bound the bootstrap to the returns the env's reward range allows (before the entropy bonus)."""
+    simultaneous: bool = False
+    """false only: HER-CrossQ has its own update (the joint pass), which takes the actor's step after the critics'."""
 
     def build_critics(self) -> None:
         self.twin_critics(lambda: RenormCritic(self.inputs.dim, self.act_dim, self.hidden, self.renorm_momentum,

@@ -40,6 +40,7 @@ class HerREDQ(HerSAC):
     """HER-REDQ agent: HER-SAC's actor and temperature, an ensemble of layer-normalised critics."""
 
     NAME = "her_redq"
+    SIMULTANEOUS = False
     TARGETS = {"critics": "critics_target"}
     STATE = ("actor", "critics", "critics_target", "actor_optimizer", "critic_optimizer", "alpha_optimizer",
              "log_alpha", "generator", *HindsightLearner.STATE)
@@ -57,6 +58,8 @@ class HerREDQ(HerSAC):
     bonus)."""
     critic_threads: int = 1
     """1 only: the ensemble's critics already run as one batched product per layer."""
+    simultaneous: bool = False
+    """false only: HER-REDQ has its own update, which takes the actor's step after the critics'."""
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:

@@ -16,21 +16,29 @@ Target networks move once per cycle, by Polyak averaging with decay ``polyak`` (
 hindsight learners do, one key with one meaning across them) rather than by ``tau`` after every
 gradient step. Q-target clipping to [-1/(1-gamma), 0] is off by default: the entropy bonus makes soft
 returns leave the plain return range. Greedy actions (evaluation) are the squashed mean.
+
+``simultaneous``: the three gradients of an update all from the parameters as they were before it (the
+actor climbs the critics before their step, alpha scales both losses before its own), as the authors'
+first implementation applied them in one go; the steps follow. The critics' half (target and critic
+loss) and the actor's half then share nothing that changes, so with ``critic_threads`` 2 they run side
+by side, one thread each, instead of the two critics.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 import torch
 import torch.nn as nn
 
 from her_rl.algos.hindsight import HindsightLearner
+from her_rl.errors import ConfigError
 from her_rl.rl.actions import ContinuousAction, NormalPolicyHead
 from her_rl.rl.nets import Critic, mlp
+from her_rl.rl.side_by_side import SideBySide
 from her_rl.rl.updates import frozen
 from her_rl.rules import BOOL, CRITIC_THREADS, POSITIVE, Rule, optional, real
 
@@ -55,12 +63,14 @@ class HerSAC(HindsightLearner):
 
     NAME = "her_sac"
     CONTINUOUS = True
+    SIMULTANEOUS = True  # learners that write their own update (CrossQ, REDQ) refuse simultaneous
     TARGETS = {"q1": "q1_target", "q2": "q2_target"}
     STATE = ("actor", "q1", "q2", "q1_target", "q2_target", "actor_optimizer", "critic_optimizer",
              "alpha_optimizer", "log_alpha", "generator", *HindsightLearner.STATE)
     RULES: ClassVar[dict[str, Rule]] = {
         **HindsightLearner.RULES, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "alpha_lr": POSITIVE,
         "alpha_init": POSITIVE, "autotune": BOOL, "target_entropy": optional(real()), "critic_threads": CRITIC_THREADS,
+        "simultaneous": BOOL,
     }
 
     actor_lr: float = 1e-3
@@ -79,7 +89,17 @@ class HerSAC(HindsightLearner):
     """Clip Q targets to [-1/(1-gamma), 0] (the entropy bonus leaves that range)."""
     critic_threads: int = 1
     """2: the twin critics' passes run side by side, a critic per CPU thread (same numbers; faster with a second
-    core free; leave threads at 1 with it)."""
+    core free; leave threads at 1 with it). With simultaneous, the critics' half and the actor's half do."""
+    simultaneous: bool = False
+    """All of an update's gradients from the parameters before it (the actor climbs the critics before their
+    step), which lets critic_threads 2 run the critics' and the actor's halves side by side."""
+
+    @classmethod
+    def check_config(cls, values: dict[str, Any]) -> None:
+        super().check_config(values)
+        if values.get("simultaneous", False) and not cls.SIMULTANEOUS:
+            raise ConfigError(f"algo.simultaneous=true is not allowed for {cls.NAME}: it is her_sac's "
+                              "(leave it false)")
 
     def build(self) -> None:
         self.target_entropy = -float(self.act_dim) if self.target_entropy is None else float(self.target_entropy)
@@ -90,8 +110,11 @@ class HerSAC(HindsightLearner):
         self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=self.alpha_lr)
 
     def build_critics(self) -> None:
-        """The twin critics, their targets and optimiser (HER-REDQ builds its ensemble here instead)."""
-        self.twin_critics(lambda: Critic(self.inputs.dim, self.act_dim, self.hidden), threads=self.critic_threads)
+        """The twin critics, their targets and optimiser (HER-REDQ builds its ensemble here instead); with
+        ``simultaneous``, the second thread goes to the actor's half instead of the second critic."""
+        threads = 1 if self.simultaneous else self.critic_threads
+        self.twin_critics(lambda: Critic(self.inputs.dim, self.act_dim, self.hidden), threads=threads)
+        self.halves = SideBySide(self.critic_threads if self.simultaneous else 1)
 
     @property
     def alpha(self) -> float:
@@ -104,10 +127,11 @@ class HerSAC(HindsightLearner):
         return a.cpu().numpy().reshape(-1, self.act_dim).astype(np.float32)
 
     @torch.no_grad()
-    def soft_target(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
-        """y = r + gamma^m (1 - d) (min(Q1', Q2')(s', a') - alpha log pi(a' | s')), a' drawn from the policy."""
+    def soft_target(self, t: dict[str, torch.Tensor], noise: torch.Tensor | None = None) -> torch.Tensor:
+        """y = r + gamma^m (1 - d) (min(Q1', Q2')(s', a') - alpha log pi(a' | s')), a' drawn from the policy
+        (with ``noise``, from these standard normal draws)."""
         with self.autocast():
-            a_next, logp_next = self.actor(t["x_next"]).sample_with_log_prob(self.generator)
+            a_next, logp_next = self.actor(t["x_next"]).sample_with_log_prob(self.generator, noise)
         q_next = torch.min(*self.critics_at(self.q1_target, self.q2_target, x=t["x_next"], a=a_next)).float()
         return self.td_target(t, q_next - self.log_alpha.exp() * logp_next)
 
@@ -117,22 +141,54 @@ class HerSAC(HindsightLearner):
 
     def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
         """One critic, one actor and (``autotune``) one temperature step on a batch of tensors."""
+        if self.simultaneous:
+            return self.simultaneous_update(t)
         qf_loss, q1 = self.critic_step((self.q1, self.q2), self.critic_optimizer, t, self.soft_target(t))
-        metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1.mean().item()}
-        return {**metrics, **self.actor_step(t)}
+        return {**self.critic_metrics(qf_loss, q1), **self.actor_step(t)}
+
+    def simultaneous_update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
+        """The critics' and the actor's gradients from the same parameters, :attr:`halves` (the critics'
+        half here, the actor's on the second thread where there is one), then the three steps. The two
+        halves' draws are made first, in the order :meth:`update` makes them otherwise."""
+        noise = [torch.randn((len(t["x"]), self.act_dim), generator=self.generator, device=self.device)
+                 for _ in range(2)]
+
+        def critics_half() -> tuple[torch.Tensor, torch.Tensor]:
+            self.critic_optimizer.zero_grad(set_to_none=True)
+            return self.critic_gradients((self.q1, self.q2), t, self.soft_target(t, noise[0]))
+
+        def actor_half() -> tuple[dict[str, float], torch.Tensor]:
+            return self.actor_gradients(t, noise[1])
+
+        (qf_loss, q1), (actor_metrics, logp) = self.halves.map(lambda half: half(), [critics_half, actor_half])
+        self.clip_and_step(self.critic_optimizer)
+        self.clip_and_step(self.actor_optimizer)
+        return {**self.critic_metrics(qf_loss, q1), **actor_metrics, **self.temperature_step(logp)}
+
+    @staticmethod
+    def critic_metrics(qf_loss: torch.Tensor, q1: torch.Tensor) -> dict[str, float]:
+        return {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1.mean().item()}
 
     def actor_step(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
         """One actor step against min(Q1, Q2) (the critics frozen), then the temperature's."""
         with frozen(self.q1, self.q2):
-            with self.autocast():
-                a, logp = self.actor(t["x"]).sample_with_log_prob(self.generator)
-            q_pi, dq_da = self.min_q_and_action_gradient(t["x"], a)
-            alpha_logp = self.log_alpha.detach().exp() * logp
-            actor_loss = (alpha_logp - q_pi).mean()
-            # the same gradient as actor_loss's: the critics' part enters through dq_da, found side by side
-            self.step(self.actor_optimizer, alpha_logp.mean() - (a * dq_da).sum())
-        metrics = {"losses/actor_loss": actor_loss.item(), "losses/entropy": -logp.mean().item()}
+            metrics, logp = self.actor_gradients(t)
+            self.clip_and_step(self.actor_optimizer)
         return {**metrics, **self.temperature_step(logp)}
+
+    def actor_gradients(self, t: dict[str, torch.Tensor],
+                        noise: torch.Tensor | None = None) -> tuple[dict[str, float], torch.Tensor]:
+        """The actor's loss against min(Q1, Q2) backwarded into the actor's gradients only (the critics'
+        part enters through dQ/da); its metrics and log-probabilities."""
+        with self.autocast():
+            a, logp = self.actor(t["x"]).sample_with_log_prob(self.generator, noise)
+        q_pi, dq_da = self.min_q_and_action_gradient(t["x"], a)
+        alpha_logp = self.log_alpha.detach().exp() * logp
+        actor_loss = (alpha_logp - q_pi).mean()
+        # the same gradient as actor_loss's: the critics' part enters through dq_da, found side by side
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        (alpha_logp.mean() - (a * dq_da).sum()).backward()
+        return {"losses/actor_loss": actor_loss.item(), "losses/entropy": -logp.mean().item()}, logp
 
     def min_q_and_action_gradient(self, x: torch.Tensor, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """min(Q1, Q2)(x, a) per sample, and the gradient of its batch mean with respect to ``a``: each

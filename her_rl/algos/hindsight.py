@@ -248,6 +248,14 @@ class HindsightLearner(Learner):
         """One step of the critics Q(x, a) towards the targets ``y``: the sum of their mean squared
         errors, each critic's backward pass :attr:`side_by_side`. Returns that loss and the first
         critic's values."""
+        optimizer.zero_grad(set_to_none=True)
+        loss, q = self.critic_gradients(critics, t, y)
+        self.clip_and_step(optimizer)
+        return loss, q
+
+    def critic_gradients(self, critics: Sequence[torch.nn.Module], t: dict[str, torch.Tensor],
+                         y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`critic_step` without the step: the critics' squared errors backwarded into their gradients."""
         def fit(critic: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
             with self.autocast():
                 q = critic(t["x"], t["action"]).float()
@@ -255,7 +263,7 @@ class HindsightLearner(Learner):
             loss.backward()
             return loss.detach(), q.detach()
 
-        fitted = self.step_side_by_side(optimizer, fit, critics)
+        fitted = self.side_by_side.map(fit, critics)
         return sum(loss for loss, _ in fitted), fitted[0][1]
 
     def step_side_by_side(self, optimizer: torch.optim.Optimizer, backward: Callable[[Any], Any],

@@ -40,13 +40,20 @@ class ContinuousAction(Action):
         u = self._pre_tanh(generator)
         return torch.tanh(u) if self.squash else u
 
-    def sample_with_log_prob(self, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def sample_with_log_prob(self, generator: torch.Generator | None = None,
+                             noise: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(action, log_prob)`` computed from the pre-tanh sample (no atanh round trip); reparameterised,
-        drawn with ``generator`` when given (an algorithm's own, so its runs do not share torch's global one)."""
-        u = self._pre_tanh(generator)
+        drawn with ``generator`` when given (an algorithm's own, so its runs do not share torch's global one).
+        ``noise``: standard normal draws of the mean's shape, already made, used instead of drawing (an
+        update that draws on one thread and samples on another keeps one order of draws)."""
+        u = self._pre_tanh(generator, noise)
         return (torch.tanh(u) if self.squash else u), self._log_prob_pre(u)
 
-    def _pre_tanh(self, generator: torch.Generator | None) -> torch.Tensor:
+    def _pre_tanh(self, generator: torch.Generator | None, noise: torch.Tensor | None = None) -> torch.Tensor:
+        if noise is not None:
+            if noise.shape != self.mean.shape:
+                raise ValueError(f"noise of shape {tuple(noise.shape)} for actions of shape {tuple(self.mean.shape)}")
+            return self.mean + self.std * noise.to(self.mean.dtype)
         if generator is None:
             return self.dist.rsample()
         return self.mean + self.std * torch.randn(self.mean.shape, generator=generator, device=self.mean.device,
