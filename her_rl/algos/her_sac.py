@@ -18,8 +18,7 @@ gradient step. Q-target clipping to [-1/(1-gamma), 0] is off by default: the ent
 returns leave the plain return range. Greedy actions (evaluation) are the squashed mean.
 
 ``simultaneous``: the three gradients of an update all from the parameters as they were before it (the
-actor climbs the critics before their step, alpha scales both losses before its own), as the authors'
-first implementation applied them in one go; the steps follow. The critics' half (target and critic
+actor climbs the critics before their step, alpha scales both losses before its own); the steps follow. The critics' half (target and critic
 loss) and the actor's half then share nothing that changes, so with ``critic_threads`` 2 they run side
 by side, one thread each, instead of the two critics.
 """
