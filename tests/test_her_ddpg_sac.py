@@ -227,7 +227,7 @@ class FixedPolicy(nn.Module):
         policy = self
 
         class Dist:
-            def sample_with_log_prob(self, generator=None):
+            def sample_with_log_prob(self, generator=None, noise=None):
                 return policy.actions, policy.logp
         return Dist()
 
