@@ -97,7 +97,7 @@ def ours_row(preset: str, seed: int, overrides: Sequence[str], metrics: dict[str
 
     points = metrics.get("eval/success_rate", [])
     start = training_start(metrics, {p.step for p in points})
-    cfg = preset_config(preset)
+    cfg = preset_config(preset, sets)  # a variant may run another learner or evaluate otherwise
     row = {"side": "ours", "algo": str(cfg.algo.name), "env": str(cfg.env.id), "seed": seed, "preset": preset,
            "eval_episodes": int(cfg.eval.episodes), "overrides": list(overrides),
            "evals": [[p.step, round(p.value, 3), round(p.wall_time - start, 1)] for p in points]}

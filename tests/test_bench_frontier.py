@@ -283,3 +283,15 @@ def test_a_twins_variant_mirrors_held_starts_and_is_a_series_of_its_own():
     assert {k: len(v) for k, v in series.items()} == {"sb3": 1, "sb3 env.start_in_gripper=0": 1}
     assert frontier.side_name(series["sb3 env.start_in_gripper=0"]) == (
         "SB3 SAC + HER (1-step twin) env.start_in_gripper=0")
+
+
+def test_a_variants_row_names_the_learner_and_evaluation_it_ran():
+    from her_rl.folder.metrics import Point
+
+    metrics = {"charts/SPS": [Point(400, 1000.0, 100.0)], "eval/success_rate": [Point(20_000, 1300.0, 0.25)]}
+    sets = ["algo=her_crossq", "algo.episodes_per_cycle=8", "eval.episodes=20"]
+    row = frontier.ours_row("fetch_slide_frontier", 0, ["experiment=fetch_slide_frontier", *sets], metrics, sets)
+    assert (row["algo"], row["eval_episodes"], row["set"]) == ("her_crossq", 20, sets)
+    assert row["evals"] == [[20_000, 0.25, 304.0]]  # seconds since training began: 1300 - (1000 - 400 / 100)
+    plain = frontier.ours_row("fetch_slide_frontier", 0, ["experiment=fetch_slide_frontier"], metrics)
+    assert (plain["algo"], plain["eval_episodes"]) == ("her_ddpg", 50) and "set" not in plain
