@@ -18,9 +18,9 @@ gradient step. Q-target clipping to [-1/(1-gamma), 0] is off by default: the ent
 returns leave the plain return range. Greedy actions (evaluation) are the squashed mean.
 
 ``simultaneous``: the three gradients of an update all from the parameters as they were before it (the
-actor climbs the critics before their step, alpha scales both losses before its own); the steps follow. The critics' half (target and critic
-loss) and the actor's half then share nothing that changes, so with ``critic_threads`` 2 they run side
-by side, one thread each, instead of the two critics.
+actor climbs the critics before their step, alpha scales both losses before its own); the steps
+follow. The critics' half (target and critic loss) and the actor's half then share nothing that
+changes, so with ``critic_threads`` 2 they run side by side, one thread each, instead of the two critics.
 """
 
 from __future__ import annotations
@@ -191,7 +191,9 @@ class HerSAC(HindsightLearner):
 
     def min_q_and_action_gradient(self, x: torch.Tensor, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """min(Q1, Q2)(x, a) per sample, and the gradient of its batch mean with respect to ``a``: each
-        critic's backward pass :attr:`side_by_side` (the critics frozen: no weight gradients)."""
+        critic's backward pass :attr:`side_by_side`. Only dQ/da is asked of autograd, so no weight gradient is
+        computed or stored, whether the critics are frozen (the plain update) or not (``simultaneous``, whose
+        other half is training them)."""
         a_in = a.detach().requires_grad_(True)
         qs = [q.float() for q in self.critics_at(self.q1, self.q2, x=x, a=a_in)]
         q_min = torch.min(*qs)
