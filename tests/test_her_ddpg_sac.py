@@ -298,8 +298,9 @@ def test_sac_refuses_discrete_envs_and_round_trips_its_state():
     _round_trip(_sac)
 
 
-@pytest.mark.parametrize("update", [[], ["algo.simultaneous=true", "algo.critic_threads=2"]],
-                         ids=["plain", "simultaneous"])
+@pytest.mark.parametrize("update", [[], ["algo.simultaneous=true", "algo.critic_threads=2"],
+                                    ["algo.simultaneous=true", "algo.critic_threads=2", "algo.actor_half=process"]],
+                         ids=["plain", "simultaneous", "simultaneous-forked"])
 def test_her_sac_solves_a_small_continuous_push(tmp_path, update):
     # measured: solved (>= 0.9) after 25,200 env steps, ~30 s on a 2-core machine at load 10
     cfg = compose(["algo=her_sac", *SMALL_PUSH, "algo.hidden=[64,64]", "algo.batch_size=128",

@@ -52,34 +52,87 @@ def test_the_actor_climbs_the_critics_before_their_step_and_the_critics_step_as_
     assert metrics["losses/qf_loss"] == plain_metrics["losses/qf_loss"]
 
 
+def _trained(precision: str, threads: int, actor_half: str = "thread") -> HerSAC:
+    torch.manual_seed(0)
+    agent = HerSAC(env=PUSH, seed=0, simultaneous=True, critic_threads=threads, precision=precision,
+                   actor_half=actor_half, **SMALL)
+    for _ in range(3):
+        agent.train_iteration()
+    agent.envs.close()
+    return agent
+
+
+def _leaves(state) -> list:
+    if isinstance(state, dict):
+        return [leaf for key in sorted(state, key=str) for leaf in [key, *_leaves(state[key])]]
+    if isinstance(state, (list, tuple)):
+        return [leaf for item in state for leaf in _leaves(item)]
+    return [state]
+
+
+def _same_learner(one: HerSAC, two: HerSAC) -> None:
+    """Weights, targets, the three optimisers' moments and counters, alpha: equal bit for bit."""
+    for name in ("actor", "q1", "q2", "q1_target", "q2_target", "actor_optimizer", "critic_optimizer",
+                 "alpha_optimizer"):
+        a, b = _leaves(getattr(one, name).state_dict()), _leaves(getattr(two, name).state_dict())
+        assert len(a) == len(b), name
+        for x, y in zip(a, b):
+            assert torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y, name
+    assert torch.equal(one.log_alpha, two.log_alpha) and one.updates == two.updates == 15
+
+
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_two_threads_give_the_numbers_of_one(precision):
-    def trained(threads: int) -> HerSAC:
-        torch.manual_seed(0)
-        agent = HerSAC(env=PUSH, seed=0, simultaneous=True, critic_threads=threads, precision=precision, **SMALL)
-        for _ in range(3):
-            agent.train_iteration()
-        agent.envs.close()
-        return agent
-
-    one, two = trained(1), trained(2)
+    one, two = _trained(precision, 1), _trained(precision, 2)
     assert one.halves._pool is None and two.halves._pool is not None  # two ran the actor's half on a thread
     assert two.side_by_side._pool is None  # ... and the critics one after the other on theirs
-    for name in ("actor", "q1", "q2", "q1_target", "q2_target"):
-        assert _same(getattr(one, name), getattr(two, name)), name
-    assert torch.equal(one.log_alpha, two.log_alpha) and one.updates == two.updates == 15
+    _same_learner(one, two)
     two.halves.close()
 
 
-def test_given_noise_is_the_sample_the_generator_would_draw():
-    mean, std = torch.randn(5, 3), torch.rand(5, 3) + 0.1
-    generator = torch.Generator().manual_seed(3)
-    drawn = ContinuousAction(mean, std, squash=True).sample_with_log_prob(generator)
-    noise = torch.randn((5, 3), generator=torch.Generator().manual_seed(3))
-    given = ContinuousAction(mean, std, squash=True).sample_with_log_prob(None, noise)
-    assert all(torch.equal(a, b) for a, b in zip(drawn, given))
-    with pytest.raises(ValueError, match=r"noise of shape \(5, 2\) for actions of shape \(5, 3\)"):
-        ContinuousAction(mean, std).sample_with_log_prob(None, noise[:, :2])
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_the_actors_half_in_a_forked_process_gives_the_numbers_of_one_thread(precision):
+    one, forked = _trained(precision, 1), _trained(precision, 2, "process")
+    assert forked.forked is not None and forked.forked._process.is_alive()  # from the second update on
+    assert forked.forked._process.pid != __import__("os").getpid()
+    _same_learner(one, forked)
+    process = forked.forked._process
+    forked.forked.close()
+    assert not process.is_alive()
+
+
+@pytest.mark.parametrize("replace", ["weight", "optimiser state"])
+def test_the_forked_half_starts_again_when_a_tensor_it_shares_is_replaced(replace):
+    agent = _trained("float32", 2, "process")
+    first = agent.forked._process
+    if replace == "weight":
+        agent.actor.trunk[0][0].weight.data = agent.actor.trunk[0][0].weight.data.clone()
+    else:  # what loading a checkpoint or the guard's snapshot into the optimiser does
+        agent.actor_optimizer.load_state_dict(__import__("copy").deepcopy(agent.actor_optimizer.state_dict()))
+    agent.train_iteration()
+    assert agent.forked._process is not first and not first.is_alive()
+    assert agent.actor.trunk[0][0].weight.is_shared()
+    assert all(v.is_shared() for state in agent.actor_optimizer.state.values() for v in state.values())
+    agent.envs.close()
+    agent.forked.close()
+
+
+def test_an_error_on_this_side_ends_the_forked_half_and_the_next_update_forks_anew(monkeypatch):
+    agent = _trained("float32", 2, "process")
+    first = agent.forked._process
+
+    def failing(*args, **kwargs):
+        raise FloatingPointError("non-finite critic loss")
+
+    with monkeypatch.context() as m:
+        m.setattr(agent, "critic_gradients", failing)
+        with pytest.raises(FloatingPointError):
+            agent.learn()
+    assert agent.forked is None and not first.is_alive()
+    agent.learn()
+    assert agent.forked._process.is_alive() and agent.forked._process is not first
+    agent.envs.close()
+    agent.forked.close()
 
 
 @pytest.mark.parametrize("cls", [HerCrossQ, HerREDQ], ids=lambda c: c.NAME)
@@ -111,3 +164,60 @@ def test_it_is_a_setting_a_resume_may_not_change():
     with pytest.raises(ConfigError, match="cannot resume: .*algo.simultaneous"):
         merge(saved, current, ["algo.simultaneous=true"])
     assert bookkeeping.is_setting("algo.simultaneous=true")
+
+
+@pytest.mark.parametrize("extra", [[], ["algo.simultaneous=true"], ["algo.critic_threads=2"]],
+                         ids=["alone", "without-threads", "without-simultaneous"])
+def test_her_run_refuses_the_forked_half_without_its_two_keys_in_one_line(her_run_here, tmp_path, extra):
+    out = her_run_here(["algo=her_sac", "env=push", "env.kwargs.actions=continuous", "algo.actor_half=process",
+                        *extra], tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "her-run: error: algo.actor_half=process needs algo.simultaneous=true and algo.critic_threads=2"]
+
+
+def test_her_run_refuses_an_unknown_place_for_the_actors_half_in_one_line(her_run_here, tmp_path):
+    out = her_run_here(["algo=her_sac", "env=push", "env.kwargs.actions=continuous", "algo.actor_half=gpu"], tmp_path)
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1 and "algo.actor_half" in out.stderr
+    assert "thread" in out.stderr and "process" in out.stderr
+
+
+def test_the_forked_half_is_refused_off_the_cpu_and_where_processes_do_not_fork(monkeypatch):
+    import her_rl.algos.her_sac as her_sac
+
+    keys = {"simultaneous": True, "critic_threads": 2, "actor_half": "process"}
+    HerSAC.check_config(keys)
+    monkeypatch.setattr(her_sac, "can_fork", lambda: False)
+    with pytest.raises(ConfigError, match="needs a platform that forks processes"):
+        HerSAC.check_config(keys)
+    monkeypatch.undo()
+    agent = HerSAC(env=PUSH, seed=0, **keys, **SMALL)
+    agent.envs.close()
+    agent.device = torch.device("meta")  # what build sees with device=cuda (no CUDA here to build one)
+    with pytest.raises(ConfigError, match="algo.actor_half=process runs on the CPU only, not device=meta"):
+        agent.build_critics()
+
+
+def test_where_the_actors_half_runs_is_bookkeeping_a_resume_may_change_it():
+    from her_rl.config import bookkeeping
+
+    assert bookkeeping.is_bookkeeping("algo.actor_half=process")
+    assert not bookkeeping.is_setting("algo.actor_half=process")
+
+
+def test_her_run_with_the_forked_half_checkpoints_resumes_and_exits(her_run, tmp_path):
+    import json
+    import os
+    import subprocess
+
+    out = tmp_path / "r"
+    base = [her_run, "algo=her_sac", "env=push", "env.kwargs.actions=continuous", "algo.simultaneous=true",
+            "algo.critic_threads=2", "eval.episodes=5", "progress=false", f"hydra.run.dir={out}"]
+    env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
+    for extra in (["budget.env_steps=400", "algo.actor_half=process"],  # one cycle: 40 updates, 39 forked
+                  ["budget.env_steps=800", "resume=true", "algo.actor_half=thread"]):  # a resume may change it
+        p = subprocess.run([*base, *extra], cwd=tmp_path, env=env, text=True, capture_output=True, timeout=180)
+        assert p.returncode == 0, p.stderr
+    assert (out / "checkpoint.pt").is_file()
+    assert json.loads((out / "results.json").read_text())["env_steps"] == 800

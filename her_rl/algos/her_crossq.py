@@ -65,6 +65,8 @@ class HerCrossQ(HerSAC):
     """Bound the bootstrap to the returns the env's reward range allows (before the entropy bonus)."""
     simultaneous: bool = False
     """false only: HER-CrossQ has its own update (the joint pass), which takes the actor's step after the critics'."""
+    actor_half: str = "thread"
+    """thread only: without simultaneous there is no actor's half to place."""
 
     def build_critics(self) -> None:
         self.twin_critics(lambda: RenormCritic(self.inputs.dim, self.act_dim, self.hidden, self.renorm_momentum,

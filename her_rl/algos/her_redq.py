@@ -60,6 +60,8 @@ class HerREDQ(HerSAC):
     """1 only: the ensemble's critics already run as one batched product per layer."""
     simultaneous: bool = False
     """false only: HER-REDQ has its own update, which takes the actor's step after the critics'."""
+    actor_half: str = "thread"
+    """thread only: without simultaneous there is no actor's half to place."""
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:

@@ -20,7 +20,8 @@ returns leave the plain return range. Greedy actions (evaluation) are the squash
 ``simultaneous``: the three gradients of an update all from the parameters as they were before it (the
 actor climbs the critics before their step, alpha scales both losses before its own); the steps
 follow. The critics' half (target and critic loss) and the actor's half then share nothing that
-changes, so with ``critic_threads`` 2 they run side by side, one thread each, instead of the two critics.
+changes, so with ``critic_threads`` 2 they run side by side, one thread each, instead of the two critics;
+with ``actor_half: process`` the actor's half runs in a forked copy of the process instead of a thread.
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ import torch.nn as nn
 from her_rl.algos.hindsight import HindsightLearner
 from her_rl.errors import ConfigError
 from her_rl.rl.actions import ContinuousAction, NormalPolicyHead
+from her_rl.rl.forked_half import ForkedHalf, can_fork
 from her_rl.rl.nets import Critic, mlp
 from her_rl.rl.side_by_side import SideBySide
 from her_rl.rl.updates import frozen
-from her_rl.rules import BOOL, CRITIC_THREADS, POSITIVE, Rule, optional, real
+from her_rl.rules import BOOL, CRITIC_THREADS, POSITIVE, Rule, choice, optional, real
 
 
 class Actor(nn.Module):
@@ -69,7 +71,7 @@ class HerSAC(HindsightLearner):
     RULES: ClassVar[dict[str, Rule]] = {
         **HindsightLearner.RULES, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "alpha_lr": POSITIVE,
         "alpha_init": POSITIVE, "autotune": BOOL, "target_entropy": optional(real()), "critic_threads": CRITIC_THREADS,
-        "simultaneous": BOOL,
+        "simultaneous": BOOL, "actor_half": choice("thread", "process"),
     }
 
     actor_lr: float = 1e-3
@@ -92,6 +94,10 @@ class HerSAC(HindsightLearner):
     simultaneous: bool = False
     """All of an update's gradients from the parameters before it (the actor climbs the critics before their
     step), which lets critic_threads 2 run the critics' and the actor's halves side by side."""
+    actor_half: str = "thread"
+    """With simultaneous and critic_threads 2, where the actor's half runs: thread (a second thread of this
+    process) or process (a forked copy of it sharing the weights, where the halves do not slow each other;
+    Linux and macOS). The same numbers either way."""
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:
@@ -99,6 +105,12 @@ class HerSAC(HindsightLearner):
         if values.get("simultaneous", False) and not cls.SIMULTANEOUS:
             raise ConfigError(f"algo.simultaneous=true is not allowed for {cls.NAME}: it is her_sac's "
                               "(leave it false)")
+        if values.get("actor_half", "thread") == "process":
+            if not (values.get("simultaneous", False) and values.get("critic_threads", 1) == 2):
+                raise ConfigError("algo.actor_half=process needs algo.simultaneous=true and algo.critic_threads=2")
+            if not can_fork():
+                raise ConfigError("algo.actor_half=process needs a platform that forks processes (Linux, macOS); "
+                                  "use algo.actor_half=thread")
 
     def build(self) -> None:
         self.target_entropy = -float(self.act_dim) if self.target_entropy is None else float(self.target_entropy)
@@ -114,6 +126,10 @@ class HerSAC(HindsightLearner):
         threads = 1 if self.simultaneous else self.critic_threads
         self.twin_critics(lambda: Critic(self.inputs.dim, self.act_dim, self.hidden), threads=threads)
         self.halves = SideBySide(self.critic_threads if self.simultaneous else 1)
+        self.forked: ForkedHalf | None = None  # actor_half: process, forked at the first update
+        if self.actor_half == "process" and self.device.type != "cpu":
+            raise ConfigError(f"algo.actor_half=process runs on the CPU only, not device={self.device.type}; "
+                              "use algo.actor_half=thread")
 
     @property
     def alpha(self) -> float:
@@ -147,8 +163,9 @@ class HerSAC(HindsightLearner):
 
     def simultaneous_update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
         """The critics' and the actor's gradients from the same parameters, :attr:`halves` (the critics'
-        half here, the actor's on the second thread where there is one), then the three steps. The two
-        halves' draws are made first, in the order :meth:`update` makes them otherwise."""
+        half here, the actor's on the second thread where there is one, or in the forked process with
+        ``actor_half: process``), then the three steps. The two halves' draws are made first, in the order
+        :meth:`update` makes them otherwise."""
         noise = [torch.randn((len(t["x"]), self.act_dim), generator=self.generator, device=self.device)
                  for _ in range(2)]
 
@@ -156,13 +173,73 @@ class HerSAC(HindsightLearner):
             self.critic_optimizer.zero_grad(set_to_none=True)
             return self.critic_gradients((self.q1, self.q2), t, self.soft_target(t, noise[0]))
 
-        def actor_half() -> tuple[dict[str, float], torch.Tensor]:
+        def actors_half() -> tuple[dict[str, float], torch.Tensor]:
             return self.actor_gradients(t, noise[1])
 
-        (qf_loss, q1), (actor_metrics, logp) = self.halves.map(lambda half: half(), [critics_half, actor_half])
+        if self.actor_half == "process" and self.halves.threads == 2 and self.actor_optimizer.state:
+            return self.forked_update(t, noise)  # from the second update on: the optimisers' state exists
+        (qf_loss, q1), (actor_metrics, logp) = self.halves.map(lambda half: half(), [critics_half, actors_half])
         self.clip_and_step(self.critic_optimizer)
         self.clip_and_step(self.actor_optimizer)
         return {**self.critic_metrics(qf_loss, q1), **actor_metrics, **self.temperature_step(logp)}
+
+    def forked_update(self, t: dict[str, torch.Tensor], noise: list[torch.Tensor]) -> dict[str, float]:
+        """:meth:`simultaneous_update` with the actor's half in the forked child, which also takes the actor's
+        and the temperature's steps once the target here has read them; the critics step here once the
+        child has read them. Either side's error ends the child (the next update forks anew)."""
+        shared = self.forked_actor_half(t["x"])
+        shared["x"].copy_(t["x"])
+        shared["noise"].copy_(noise[1])
+        forked = self.forked
+        forked.submit()
+        try:
+            self.critic_optimizer.zero_grad(set_to_none=True)
+            y = self.soft_target(t, noise[0])
+            forked.proceed()  # the actor and alpha are read: the child may step them
+            qf_loss, q1 = self.critic_gradients((self.q1, self.q2), t, y)
+            forked.result()  # the child's half has read the critics
+            self.clip_and_step(self.critic_optimizer)
+            forked.result()  # the child's steps are taken
+        except BaseException:
+            forked.close()
+            self.forked = None
+            raise
+        actor_loss, entropy, alpha_loss, alpha = shared["metrics"].tolist()
+        metrics = {**self.critic_metrics(qf_loss, q1), "losses/actor_loss": actor_loss, "losses/entropy": entropy}
+        return {**metrics, **({"losses/alpha_loss": alpha_loss} if self.autotune else {}), "losses/alpha": alpha}
+
+    def forked_actor_half(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The tensors the forked actor's half shares with this process, forking it first where it is not
+        running or where one of them is no longer the shared one it forked with (a checkpoint loaded into
+        an optimiser replaces its state): the actor's, the critics' and log(alpha)'s weights, the actor's
+        and the temperature's optimiser states, the batch's inputs and noise, the metrics."""
+        states = [v for opt in (self.actor_optimizer, self.alpha_optimizer) for state in opt.state.values()
+                  for v in state.values() if isinstance(v, torch.Tensor)]
+        tensors = [*self.actor.parameters(), *self.q1.parameters(), *self.q2.parameters(), self.log_alpha, *states]
+        shared = getattr(self, "_forked_tensors", None)
+        if self.forked is not None and shared["x"].shape == x.shape and all(w.is_shared() for w in tensors):
+            return shared
+        if self.forked is not None:
+            self.forked.close()
+        for w in tensors:
+            w.data.share_memory_()
+        shared = {"x": torch.zeros_like(x).share_memory_(),
+                  "noise": torch.zeros(len(x), self.act_dim).share_memory_(),
+                  "metrics": torch.zeros(4, dtype=torch.float64).share_memory_()}
+
+        def actor_half():  # in the child: the actor's gradients, then (let go on) its step and alpha's
+            metrics, logp = self.actor_gradients({"x": shared["x"]}, shared["noise"])
+            yield  # the critics are read; going on once the target has read the actor and alpha
+            self.clip_and_step(self.actor_optimizer)
+            temperature = self.temperature_step(logp)
+            shared["metrics"].copy_(torch.tensor(
+                [metrics["losses/actor_loss"], metrics["losses/entropy"],
+                 temperature.get("losses/alpha_loss", float("nan")), temperature["losses/alpha"]], dtype=torch.float64))
+
+        self._forked_tensors = shared
+        self.forked = ForkedHalf(actor_half, name=f"{self.NAME} actor's half")
+        self.forked.start()
+        return shared
 
     @staticmethod
     def critic_metrics(qf_loss: torch.Tensor, q1: torch.Tensor) -> dict[str, float]:

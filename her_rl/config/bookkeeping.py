@@ -23,7 +23,7 @@ TABLES = ("budget", "eval", "checkpoint", "guard", "video")
 """Tables whose every key is bookkeeping."""
 KEYS = ("progress", "device", "threads")
 """Top-level bookkeeping keys."""
-LEAVES = ("algo.critic_threads",)
+LEAVES = ("algo.critic_threads", "algo.actor_half")
 """Keys inside a group that are bookkeeping: they change how fast a run goes, never its numbers."""
 VERBS = ("resume", "load")
 """What to do with the run: never compared with a saved run, always taken from this command."""
@@ -34,7 +34,7 @@ NOT_A_SETTING = ("seed", "experiment")
 """Not bookkeeping, but not what a summary row is keyed by either: a row averages over seeds, and an
 ``experiment`` preset is seen through the values it sets."""
 
-DESCRIPTION = "budget.*, eval.*, checkpoint.*, guard.*, video.*, progress, device, threads and algo.critic_threads"
+DESCRIPTION = "budget.*, eval.*, checkpoint.*, guard.*, video.*, progress, device, threads, algo.critic_threads and algo.actor_half"
 
 
 def top_key(key: str) -> str:
