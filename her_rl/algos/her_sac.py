@@ -213,15 +213,16 @@ class HerSAC(HindsightLearner):
         running or where one of them is no longer the shared one it forked with (a checkpoint loaded into
         an optimiser replaces its state): the actor's, the critics' and log(alpha)'s weights, the actor's
         and the temperature's optimiser states, the batch's inputs and noise, the metrics."""
-        states = [v for opt in (self.actor_optimizer, self.alpha_optimizer) for state in opt.state.values()
-                  for v in state.values() if isinstance(v, torch.Tensor)]
-        tensors = [*self.actor.parameters(), *self.q1.parameters(), *self.q2.parameters(), self.log_alpha, *states]
+        optimizers = (self.actor_optimizer, self.alpha_optimizer)
+        weights = [*self.actor.parameters(), *self.q1.parameters(), *self.q2.parameters(), self.log_alpha]
         shared = getattr(self, "_forked_tensors", None)
-        if self.forked is not None and shared["x"].shape == x.shape and all(w.is_shared() for w in tensors):
-            return shared
+        if (self.forked is not None and shared["x"].shape == x.shape and all(w.is_shared() for w in weights)
+                and all(opt.state is state for opt, state in zip(optimizers, shared["states"]))):
+            return shared  # an optimiser's loaded state is a new dict of new tensors
         if self.forked is not None:
             self.forked.close()
-        for w in tensors:
+        for w in [*weights, *(v for opt in optimizers for state in opt.state.values() for v in state.values()
+                               if isinstance(v, torch.Tensor))]:
             w.data.share_memory_()
         shared = {"x": torch.zeros_like(x).share_memory_(),
                   "noise": torch.zeros(len(x), self.act_dim).share_memory_(),
@@ -236,7 +237,7 @@ class HerSAC(HindsightLearner):
                 [metrics["losses/actor_loss"], metrics["losses/entropy"],
                  temperature.get("losses/alpha_loss", float("nan")), temperature["losses/alpha"]], dtype=torch.float64))
 
-        self._forked_tensors = shared
+        self._forked_tensors = shared = {**shared, "states": [opt.state for opt in optimizers]}
         self.forked = ForkedHalf(actor_half, name=f"{self.NAME} actor's half")
         self.forked.start()
         return shared
