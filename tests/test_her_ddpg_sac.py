@@ -13,6 +13,7 @@ import torch.nn as nn
 from gymnasium import spaces
 
 from her_rl.algos.her_ddpg import HerDDPG
+from her_rl.rl.forked_half import can_fork
 from her_rl.rl.goal import from_env_actions, to_env_actions
 from her_rl.errors import ConfigError
 from her_rl.config.compose import compose
@@ -299,7 +300,8 @@ def test_sac_refuses_discrete_envs_and_round_trips_its_state():
 
 
 @pytest.mark.parametrize("update", [[], ["algo.simultaneous=true", "algo.critic_threads=2"],
-                                    ["algo.simultaneous=true", "algo.critic_threads=2", "algo.actor_half=process"]],
+                                    pytest.param(["algo.simultaneous=true", "algo.critic_threads=2", "algo.actor_half=process"],
+                                                 marks=pytest.mark.skipif(not can_fork(), reason="needs Linux"))],
                          ids=["plain", "simultaneous", "simultaneous-forked"])
 def test_her_sac_solves_a_small_continuous_push(tmp_path, update):
     # measured: solved (>= 0.9) after 25,200 env steps, ~30 s on a 2-core machine at load 10

@@ -11,9 +11,11 @@ from her_rl.algos.her_redq import HerREDQ
 from her_rl.algos.her_sac import HerSAC
 from her_rl.errors import ConfigError
 from her_rl.rl.actions import ContinuousAction
+from her_rl.rl.forked_half import can_fork
 
 PUSH = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuous", "max_episode_steps": 10}}
 SMALL = {"hidden": (32, 32), "episodes_per_cycle": 4, "updates_per_cycle": 5, "batch_size": 16}
+needs_fork = pytest.mark.skipif(not can_fork(), reason="the forked half needs Linux")
 
 
 def _agent(**kwargs) -> HerSAC:
@@ -90,6 +92,7 @@ def test_two_threads_give_the_numbers_of_one(precision):
     two.halves.close()
 
 
+@needs_fork
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_the_actors_half_in_a_forked_process_gives_the_numbers_of_one_thread(precision):
     one, forked = _trained(precision, 1), _trained(precision, 2, "process")
@@ -101,6 +104,7 @@ def test_the_actors_half_in_a_forked_process_gives_the_numbers_of_one_thread(pre
     assert not process.is_alive()
 
 
+@needs_fork
 @pytest.mark.parametrize("replace", ["weight", "optimiser state"])
 def test_the_forked_half_starts_again_when_a_tensor_it_shares_is_replaced(replace):
     agent = _trained("float32", 2, "process")
@@ -117,6 +121,7 @@ def test_the_forked_half_starts_again_when_a_tensor_it_shares_is_replaced(replac
     agent.forked.close()
 
 
+@needs_fork
 def test_an_error_on_this_side_ends_the_forked_half_and_the_next_update_forks_anew(monkeypatch):
     agent = _trained("float32", 2, "process")
     first = agent.forked._process
@@ -183,13 +188,14 @@ def test_her_run_refuses_an_unknown_place_for_the_actors_half_in_one_line(her_ru
     assert "thread" in out.stderr and "process" in out.stderr
 
 
-def test_the_forked_half_is_refused_off_the_cpu_and_where_processes_do_not_fork(monkeypatch):
+@needs_fork
+def test_the_forked_half_is_refused_off_the_cpu_and_off_linux(monkeypatch):
     import her_rl.algos.her_sac as her_sac
 
     keys = {"simultaneous": True, "critic_threads": 2, "actor_half": "process"}
     HerSAC.check_config(keys)
     monkeypatch.setattr(her_sac, "can_fork", lambda: False)
-    with pytest.raises(ConfigError, match="needs a platform that forks processes"):
+    with pytest.raises(ConfigError, match="needs Linux"):
         HerSAC.check_config(keys)
     monkeypatch.undo()
     agent = HerSAC(env=PUSH, seed=0, **keys, **SMALL)
@@ -206,6 +212,7 @@ def test_where_the_actors_half_runs_is_bookkeeping_a_resume_may_change_it():
     assert not bookkeeping.is_setting("algo.actor_half=process")
 
 
+@needs_fork
 def test_her_run_with_the_forked_half_checkpoints_resumes_and_exits(her_run, tmp_path):
     import json
     import os

@@ -97,7 +97,7 @@ class HerSAC(HindsightLearner):
     actor_half: str = "thread"
     """With simultaneous and critic_threads 2, where the actor's half runs: thread (a second thread of this
     process) or process (a forked copy of it sharing the weights, where the halves do not slow each other;
-    Linux and macOS). The same numbers either way."""
+    Linux only). The same numbers either way."""
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:
@@ -109,7 +109,7 @@ class HerSAC(HindsightLearner):
             if not (values.get("simultaneous", False) and values.get("critic_threads", 1) == 2):
                 raise ConfigError("algo.actor_half=process needs algo.simultaneous=true and algo.critic_threads=2")
             if not can_fork():
-                raise ConfigError("algo.actor_half=process needs a platform that forks processes (Linux, macOS); "
+                raise ConfigError("algo.actor_half=process needs Linux (it forks a copy of the process); "
                                   "use algo.actor_half=thread")
 
     def build(self) -> None:
@@ -126,7 +126,7 @@ class HerSAC(HindsightLearner):
         threads = 1 if self.simultaneous else self.critic_threads
         self.twin_critics(lambda: Critic(self.inputs.dim, self.act_dim, self.hidden), threads=threads)
         self.halves = SideBySide(self.critic_threads if self.simultaneous else 1)
-        self.forked: ForkedHalf | None = None  # actor_half: process, forked at the first update
+        self.forked: ForkedHalf | None = None  # actor_half: process, forked at the second update
         if self.actor_half == "process" and self.device.type != "cpu":
             raise ConfigError(f"algo.actor_half=process runs on the CPU only, not device={self.device.type}; "
                               "use algo.actor_half=thread")

@@ -1,7 +1,7 @@
 """One piece of a gradient update run in a forked copy of this process, on the second core.
 
 Two pieces of one update on two threads of one process slow each other: each of HER-SAC's halves
-takes about an eighth longer beside the other than alone, while in two processes neither slows
+takes 10-16% longer beside the other than alone, while in two processes neither slows
 (docs/benchmarks/env-speed.md). A :class:`ForkedHalf` runs one piece in a child forked from this
 process: the child has this process's objects as they were at the fork, and the tensors both must
 see afterwards (the weights, the piece's inputs and outputs) are in shared memory, moved there
@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import multiprocessing as mp
 import signal
+import sys
 import traceback
 import weakref
 from typing import Any, Callable
@@ -29,8 +30,9 @@ __all__ = ["ForkedHalf", "can_fork"]
 
 
 def can_fork() -> bool:
-    """Whether this platform starts processes by forking (Linux, macOS; not Windows)."""
-    return "fork" in mp.get_all_start_methods()
+    """Whether a copy of this process may be forked here: on Linux (Windows cannot fork, and on macOS
+    forking a process that has used the system's frameworks is unsafe)."""
+    return sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods()
 
 
 def _serve(piece: Callable[[], Any], conn, other_end, threads: int) -> None:
