@@ -127,6 +127,7 @@ class HerSAC(HindsightLearner):
         self.twin_critics(lambda: Critic(self.inputs.dim, self.act_dim, self.hidden), threads=threads)
         self.halves = SideBySide(self.critic_threads if self.simultaneous else 1)
         self.forked: ForkedHalf | None = None  # actor_half: process, forked at the second update
+        self.forked_tensors: dict | None = None  # what it shares with this process (forked_actor_half)
         if self.actor_half == "process" and self.device.type != "cpu":
             raise ConfigError(f"algo.actor_half=process runs on the CPU only, not device={self.device.type}; "
                               "use algo.actor_half=thread")
@@ -215,7 +216,7 @@ class HerSAC(HindsightLearner):
         and the temperature's optimiser states, the batch's inputs and noise, the metrics."""
         optimizers = (self.actor_optimizer, self.alpha_optimizer)
         weights = [*self.actor.parameters(), *self.q1.parameters(), *self.q2.parameters(), self.log_alpha]
-        shared = getattr(self, "_forked_tensors", None)
+        shared = self.forked_tensors
         if (self.forked is not None and shared["x"].shape == x.shape and all(w.is_shared() for w in weights)
                 and all(opt.state is state for opt, state in zip(optimizers, shared["states"]))):
             return shared  # an optimiser's loaded state is a new dict of new tensors
@@ -237,7 +238,7 @@ class HerSAC(HindsightLearner):
                 [metrics["losses/actor_loss"], metrics["losses/entropy"],
                  temperature.get("losses/alpha_loss", float("nan")), temperature["losses/alpha"]], dtype=torch.float64))
 
-        self._forked_tensors = shared = {**shared, "states": [opt.state for opt in optimizers]}
+        self.forked_tensors = shared = {**shared, "states": [opt.state for opt in optimizers]}
         self.forked = ForkedHalf(actor_half, name=f"{self.NAME} actor's half")
         self.forked.start()
         return shared
