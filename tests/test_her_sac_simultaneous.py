@@ -189,6 +189,27 @@ def test_her_run_refuses_an_unknown_place_for_the_actors_half_in_one_line(her_ru
 
 
 @needs_fork
+def test_an_error_in_the_forked_half_is_one_line_ends_it_and_the_next_update_forks_anew(monkeypatch):
+    agent = _trained("float32", 2, "process")
+    agent.forked.close()
+    agent.forked = None
+
+    def failing(*args, **kwargs):
+        raise FloatingPointError("non-finite actor loss")
+
+    with monkeypatch.context() as m:
+        m.setattr(agent, "actor_gradients", failing)  # the next fork's child inherits it
+        with pytest.raises(RuntimeError) as err:
+            agent.learn()
+    assert str(err.value) == "her_sac actor's half failed: FloatingPointError: non-finite actor loss"
+    assert agent.forked is None
+    agent.learn()  # forked anew, without the failing stand-in
+    assert agent.forked._process.is_alive()
+    agent.envs.close()
+    agent.forked.close()
+
+
+@needs_fork
 def test_the_forked_half_is_refused_off_the_cpu_and_off_linux(monkeypatch):
     import her_rl.algos.her_sac as her_sac
 

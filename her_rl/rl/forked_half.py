@@ -73,10 +73,11 @@ class ForkedHalf:
     """``piece()`` in a forked child: :meth:`start` forks, :meth:`submit` starts one call there,
     :meth:`result` waits for it to end or reach a ``yield`` (raising the child's error as a ``RuntimeError``),
     :meth:`proceed` lets it go on from there, :meth:`close` ends the child. ``piece`` reads and writes only
-    tensors in shared memory, since nothing else is seen by both sides. Where this process stops between
-    :meth:`submit` and the call's end for its own error, it closes the child (the next start forks anew)."""
+    tensors in shared memory, since nothing else is seen by both sides. A caller that stops between
+    :meth:`submit` and the call's end, for its own error or the child's, closes the child: a
+    :meth:`proceed` already sent would otherwise be read as the next call's start (a fresh fork follows)."""
 
-    def __init__(self, piece: Callable[[], None], name: str):
+    def __init__(self, piece: Callable[[], Any], name: str):
         self.piece, self.name = piece, name
         self._conn = None
         self._process = None
