@@ -79,14 +79,16 @@ def run_sb3(preset: str, seed: int, sets: Sequence[str] = ()) -> dict[str, Any]:
             **({"set": list(sets)} if sets else {})}
 
 
-def run_ours(preset: str, seed: int, sets: Sequence[str] = ()) -> dict[str, Any]:
+def run_ours(preset: str, seed: int, sets: Sequence[str] = (), out: Path | None = None) -> dict[str, Any]:
     """One run of ``her-run experiment=<preset> seed=<seed> <sets>`` to its budget (no early stop);
-    its row. ``sets``: overrides that make a variant of the preset (its rows are a series of their own)."""
-    from bench.ours import run_ours as her_run
+    its row. ``sets``: overrides that make a variant of the preset (its rows are a series of their own).
+    ``out``: the run folder, kept (to evaluate its final policy later); None: a temporary one."""
+    from bench import ours
 
     overrides = [f"experiment={preset}", f"seed={seed}", "eval.stop_when_solved=false", "progress=false", "threads=1",
                  *sets]
-    return ours_row(preset, seed, overrides, her_run(overrides).metrics, sets)
+    run = ours.run_ours(overrides) if out is None else ours.run_ours(overrides, out)
+    return ours_row(preset, seed, overrides, run.metrics, sets)
 
 
 def ours_row(preset: str, seed: int, overrides: Sequence[str], metrics: dict[str, Any],

@@ -8,6 +8,9 @@ and add their rows to a JSON file as each finishes, or report on the file (table
         --set env.start_in_gripper=0.5 --json docs/bench/fetch_frontier.json
     .venv/bin/python scripts/bench_fetch_frontier.py --heights outputs/pick_and_place --episodes 200
 
+``--keep DIR`` keeps our runs' folders (``DIR/<preset>-seed<S>``) to evaluate their final policies
+with more episodes afterwards; without it each run's folder is temporary.
+
 ``--set`` runs a variant of the preset (her-run overrides added to it); its rows carry them and are
 a series of their own in the tables and curves. The SB3 twin mirrors held starts
 (``env.start_in_gripper``) and no other override, so ``--side sb3`` takes only that one.
@@ -38,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
                    help="her-run overrides added to the preset (a variant of it); with --side sb3 only "
                         "env.start_in_gripper, which the twin mirrors")
+    p.add_argument("--keep", type=Path, metavar="DIR",
+                   help="with --side ours: keep each run's folder as DIR/<preset>-seed<S> (a new folder), so that "
+                        "its final policy can be evaluated later (her-run load=FOLDER eval.episodes=500)")
     p.add_argument("--report", type=Path, help="print the tables of this rows file")
     p.add_argument("--png", type=Path, help="with --report: write the curves here")
     p.add_argument("--still", type=int, metavar="EPISODES",
@@ -67,6 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not (args.side and args.json):
         p.error("give --side and --json to run, or --report to read")
+    if args.keep and args.side != "ours":
+        p.error("--keep keeps our runs' folders: give it with --side ours")
+    folders = {seed: args.keep / f"{args.preset}-seed{seed}" for seed in args.seeds} if args.keep else {}
+    taken = [str(f) for f in folders.values() if f.exists()]
+    if taken:
+        p.error(f"--keep {args.keep}: {', '.join(taken)} already exists; give a new folder")
     if args.side == "sb3" and (why := frontier.zoo.missing("twin", frontier.env_id(args.preset))):
         p.error(why)
     if args.set:
@@ -80,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.side == "sb3":
             row = frontier.run_sb3(args.preset, seed, args.set)
         else:
-            row = frontier.run_ours(args.preset, seed, args.set)
+            row = frontier.run_ours(args.preset, seed, args.set, folders.get(seed))
         frontier.add_row(args.json, row)
         print(f"[frontier] {args.side} seed {seed}: last evaluation {row['evals'][-1] if row['evals'] else None}",
               file=sys.stderr, flush=True)

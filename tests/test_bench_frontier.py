@@ -295,3 +295,58 @@ def test_a_variants_row_names_the_learner_and_evaluation_it_ran():
     assert row["evals"] == [[20_000, 0.25, 304.0]]  # seconds since training began: 1300 - (1000 - 400 / 100)
     plain = frontier.ours_row("fetch_slide_frontier", 0, ["experiment=fetch_slide_frontier"], metrics)
     assert (plain["algo"], plain["eval_episodes"]) == ("her_ddpg", 50) and "set" not in plain
+
+
+def test_keep_runs_each_seed_in_its_own_kept_folder(tmp_path, monkeypatch):
+    from conftest import load_script, unload_script
+
+    ran = []
+
+    def fake(preset, seed, sets=(), out=None):
+        ran.append((preset, seed, out))
+        return _row("ours", seed, [0.5])
+
+    monkeypatch.setattr(frontier, "run_ours", fake)
+    script = load_script("bench_fetch_frontier")
+    try:
+        code = script.main(["--side", "ours", "--seeds", "0", "2", "--json", str(tmp_path / "r.json"),
+                            "--keep", str(tmp_path / "runs")])
+    finally:
+        unload_script("bench_fetch_frontier")
+    assert code == 0
+    assert ran == [(PRESET, 0, tmp_path / "runs" / f"{PRESET}-seed0"), (PRESET, 2, tmp_path / "runs" / f"{PRESET}-seed2")]
+    assert [r["seed"] for r in json.loads((tmp_path / "r.json").read_text())["rows"]] == [0, 2]
+
+
+def test_a_kept_run_folder_is_the_her_run_folder(tmp_path, monkeypatch):
+    import types
+
+    from bench import ours
+
+    given = []
+    monkeypatch.setattr(ours, "run_ours", lambda overrides, out=None: given.append(out) or types.SimpleNamespace(metrics={}))
+    frontier.run_ours(PRESET, 1, out=tmp_path / "kept")
+    frontier.run_ours(PRESET, 1)
+    assert given == [tmp_path / "kept", None]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--side", "sb3"], "--keep keeps our runs' folders: give it with --side ours"),
+    (["--side", "ours"], "already exists; give a new folder"),
+])
+def test_keep_with_the_twin_or_a_folder_that_exists_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, argv, says):
+    from conftest import load_script, unload_script
+
+    (tmp_path / "runs" / f"{PRESET}-seed0").mkdir(parents=True)
+    monkeypatch.setattr(frontier, "run_ours", lambda *a, **k: pytest.fail("ran despite a bad --keep"))
+    monkeypatch.setattr(frontier, "run_sb3", lambda *a, **k: pytest.fail("ran despite a bad --keep"))
+    script = load_script("bench_fetch_frontier")
+    try:
+        with pytest.raises(SystemExit) as stop:
+            script.main(["--seeds", "0", "--json", str(tmp_path / "r.json"), "--keep", str(tmp_path / "runs"), *argv])
+    finally:
+        unload_script("bench_fetch_frontier")
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert says in err and "Traceback" not in err, err
+    assert not (tmp_path / "r.json").exists()
