@@ -322,9 +322,13 @@ def test_a_kept_run_folder_is_the_her_run_folder(tmp_path, monkeypatch):
     import types
 
     from bench import ours
+    from her_rl.folder.metrics import Point
 
     given = []
-    monkeypatch.setattr(ours, "run_ours", lambda overrides, out=None: given.append(out) or types.SimpleNamespace(metrics={}))
+    points = [Point(step=10_000, value=0.25, wall_time=110.0)]
+    monkeypatch.setattr(ours, "run_ours", lambda overrides, out=None: given.append(out) or types.SimpleNamespace(
+        metrics={"eval/success_rate": points}))
+    monkeypatch.setattr("bench.likeforlike.training_start", lambda metrics, steps: 100.0)
     frontier.run_ours(PRESET, 1, out=tmp_path / "kept")
     frontier.run_ours(PRESET, 1)
     assert given == [tmp_path / "kept", None]
