@@ -87,8 +87,7 @@ def run_ours(preset: str, seed: int, sets: Sequence[str] = (), out: Path | None 
 
     overrides = [f"experiment={preset}", f"seed={seed}", "eval.stop_when_solved=false", "progress=false", "threads=1",
                  *sets]
-    run = ours.run_ours(overrides) if out is None else ours.run_ours(overrides, out)
-    return ours_row(preset, seed, overrides, run.metrics, sets)
+    return ours_row(preset, seed, overrides, ours.run_ours(overrides, out).metrics, sets)
 
 
 def ours_row(preset: str, seed: int, overrides: Sequence[str], metrics: dict[str, Any],

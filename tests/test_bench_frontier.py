@@ -14,6 +14,20 @@ def _row(side, seed, successes, every=10_000):
             "preset": PRESET, "eval_episodes": 50,
             "evals": [[every * (i + 1), s, 100.0 * (i + 1)] for i, s in enumerate(successes)]}
 
+def _refused(argv, capsys):
+    """bench_fetch_frontier's main with ``argv``: it must stop with exit 2; its last stderr line."""
+    from conftest import load_script, unload_script
+
+    script = load_script("bench_fetch_frontier")
+    try:
+        with pytest.raises(SystemExit) as stop:
+            script.main(argv)
+    finally:
+        unload_script("bench_fetch_frontier")
+    assert stop.value.code == 2
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
 
 def test_the_twin_is_sb3_sac_with_the_presets_net_batch_gamma_rate_and_hindsight():
     from omegaconf import OmegaConf
@@ -233,7 +247,7 @@ def test_a_variant_runs_her_run_with_its_overrides_and_its_row_says_them(monkeyp
 
     ran = []
 
-    def fake(overrides):
+    def fake(overrides, out=None):
         ran.append(list(overrides))
         points = [Point(step=10_000, value=0.25, wall_time=110.0), Point(step=20_000, value=0.5, wall_time=130.0)]
         return types.SimpleNamespace(metrics={"eval/success_rate": points})
@@ -255,16 +269,7 @@ def test_a_variant_runs_her_run_with_its_overrides_and_its_row_says_them(monkeyp
     (["--side", "ours", "--set", "no_such_key=1"], "--set no_such_key=1: Could not override 'no_such_key'"),
 ])
 def test_a_bad_variant_is_one_line_and_exit_2(tmp_path, capsys, argv, says):
-    from conftest import load_script, unload_script
-
-    script = load_script("bench_fetch_frontier")
-    try:
-        with pytest.raises(SystemExit) as stop:
-            script.main(["--preset", "fetch_push_frontier", "--seeds", "0", "--json", str(tmp_path / "r.json"), *argv])
-    finally:
-        unload_script("bench_fetch_frontier")
-    assert stop.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
+    err = _refused(["--preset", "fetch_push_frontier", "--seeds", "0", "--json", str(tmp_path / "r.json"), *argv], capsys)
     assert says in err and "Traceback" not in err, err
     assert not (tmp_path / "r.json").exists()
 
@@ -339,18 +344,9 @@ def test_a_kept_run_folder_is_the_her_run_folder(tmp_path, monkeypatch):
     (["--side", "ours"], "already exists; give a new folder"),
 ])
 def test_keep_with_the_twin_or_a_folder_that_exists_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, argv, says):
-    from conftest import load_script, unload_script
-
     (tmp_path / "runs" / f"{PRESET}-seed0").mkdir(parents=True)
     monkeypatch.setattr(frontier, "run_ours", lambda *a, **k: pytest.fail("ran despite a bad --keep"))
     monkeypatch.setattr(frontier, "run_sb3", lambda *a, **k: pytest.fail("ran despite a bad --keep"))
-    script = load_script("bench_fetch_frontier")
-    try:
-        with pytest.raises(SystemExit) as stop:
-            script.main(["--seeds", "0", "--json", str(tmp_path / "r.json"), "--keep", str(tmp_path / "runs"), *argv])
-    finally:
-        unload_script("bench_fetch_frontier")
-    assert stop.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
+    err = _refused(["--seeds", "0", "--json", str(tmp_path / "r.json"), "--keep", str(tmp_path / "runs"), *argv], capsys)
     assert says in err and "Traceback" not in err, err
     assert not (tmp_path / "r.json").exists()
