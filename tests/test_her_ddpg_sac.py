@@ -321,3 +321,22 @@ def test_both_run_from_the_command_line_on_continuous_push(her_run, tmp_path, al
     assert p.returncode == 0, p.stderr
     assert "eval success" in p.stdout and (out / "checkpoint.pt").is_file()
     assert json.loads((out / "results.json").read_text())["algo"] == algo
+
+
+def test_bfloat16_on_a_cpu_without_its_units_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    """autocast emulates bfloat16 where the CPU has no AMX / AVX512-BF16: the run goes on, slower, and says so."""
+    import her_rl
+    from her_rl.rl import updates
+
+    run = ["algo=her_ddpg", "env=push", "env.kwargs.actions=continuous", "algo.precision=bfloat16",
+           "budget.env_steps=200", "progress=false", "eval.episodes=2"]
+    said = {}
+    for has_units in (False, True):
+        monkeypatch.setattr(updates, "cpu_has_bfloat16", lambda: has_units)
+        her_rl.train(run, out_dir=tmp_path / f"units-{has_units}")
+        said[has_units] = [line for line in capsys.readouterr().err.splitlines() if "bfloat16" in line]
+    assert said[False] == ["her-run: warning: algo.precision=bfloat16: this CPU has no bfloat16 units (AMX or "
+                           "AVX512-BF16), so updates run slower than with algo.precision=float32"]
+    assert said[True] == []
+    assert updates.slow_precision("float32", None) is None
+    assert updates.slow_precision("bfloat16", torch.device("meta")) is None  # not a CPU: no guess about it

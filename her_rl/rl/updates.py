@@ -43,6 +43,24 @@ def update_precision(precision: str, device: torch.device) -> torch.autocast:
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
 
 
+def cpu_has_bfloat16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AMX or AVX512-BF16, as oneDNN reports it);
+    True when torch cannot tell, so that no warning is given on a guess."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return True
+
+
+def slow_precision(precision: str, device: torch.device | None) -> str | None:
+    """One line when ``precision`` will make updates slower than float32 on ``device`` (None: the CPU):
+    bfloat16 on a CPU without bfloat16 units, where autocast emulates it; None otherwise."""
+    if precision != "bfloat16" or (device is not None and device.type != "cpu") or cpu_has_bfloat16():
+        return None
+    return ("algo.precision=bfloat16: this CPU has no bfloat16 units (AMX or AVX512-BF16), so updates run "
+            "slower than with algo.precision=float32")
+
+
 def clip_to_return_range(target: torch.Tensor, gamma: float,
                          reward_range: tuple[float, float] | None = (-1.0, 0.0)) -> torch.Tensor:
     """Clamp to the range of discounted returns of rewards in ``reward_range`` (a -1/0 goal reward:

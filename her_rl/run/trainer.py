@@ -32,6 +32,7 @@ from her_rl.run.progress import Progress, clear_line, job_label
 from her_rl.run.results import results_of
 from her_rl.folder.state import RunState
 from her_rl.rl.success import SUCCESS_KEYS, SuccessRule
+from her_rl.rl.updates import slow_precision
 from her_rl.run.signals import StopSignals
 
 
@@ -120,6 +121,8 @@ class Trainer:
         if limit.by_default:  # the env would run forever: say where her-rl cuts its episodes
             print(f"env {env_cfg['id']} has no time limit of its own: her-rl truncates its episodes after "
                   f"{limit.limit:,} steps (env.max_episode_steps sets another)", flush=True)
+        if slow := slow_precision(str(config["algo"].get("precision")), getattr(agent, "device", None)):
+            warn(slow)
         self.eval_envs = make_vec(config["env"], int(config["eval"]["episodes"]), seed=int(config["seed"]))
         self.success = success_rule_of(agent, config["env"])
         told = success_source(self.eval_envs, self.success, config["env"], self.goal_env)
