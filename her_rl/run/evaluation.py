@@ -1,4 +1,5 @@
-"""Greedy evaluation, and ``her-run load=PATH``: a saved agent evaluated in its own env.
+"""Greedy evaluation, how its success is told (:func:`success_source`), and ``her-run load=PATH``: a
+saved agent evaluated in its own env.
 
 ``load=`` rebuilds the saved run's agent and env from the checkpoint's config (only ``eval.*``,
 ``seed``, ``device``, ``threads`` and ``video.*`` may be given), evaluates greedily, and writes
@@ -8,6 +9,7 @@ records greedy episodes into ``videos/`` there instead (:mod:`her_rl.run.video`)
 
 from __future__ import annotations
 
+import copy
 import json
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,9 +29,10 @@ from her_rl.envs import make_vec
 from her_rl.envs.checks import episode_cap
 from her_rl.errors import ConfigError, EnvError, OutputError
 from her_rl.config.saved import check_saved, merge
-from her_rl.rl.success import EpisodeSuccess, SuccessRule
+from her_rl.rl.success import SUCCESS_KEYS, EpisodeSuccess, SuccessRule
 from her_rl.folder.rundir import CHECKPOINT
 from her_rl.config.schema import TOP
+from her_rl.run.progress import warn
 
 EVAL, VIDEOS = "eval.json", "videos"  # what load= writes into a run folder
 build = make_agent  # an agent to train from a run's config, by the name scripts use
@@ -207,3 +210,31 @@ def record_videos(path: Path, config: dict[str, Any], out: Path, lock: rundir.Ru
     for file in paths:
         print(video.shown(file))
     return {"checkpoint": str(path), "videos": [str(p) for p in paths]}
+
+
+def success_source(envs: Any, rule: SuccessRule, env_cfg: dict[str, Any], goal_env: bool) -> bool:
+    """Whether success can be told in ``envs`` (one reset and one random step show what the step
+    info carries); a goal env judged by compute_reward, or not at all, gets one warning line."""
+    envs.reset(seed=0)
+    space = copy.deepcopy(envs.action_space)
+    space.seed(0)
+    _, _, _, _, info = envs.step(space.sample())
+    keys = (rule.key,) if rule.key else SUCCESS_KEYS
+    if any(key in info for key in keys):
+        return True
+    name = env_cfg.get("id")
+    if rule.key:
+        shown = ", ".join(sorted(k for k in info if not k.startswith("_"))) or "none"
+        warn(f"env {name}: env.success_key={rule.key!r} is not in its step info (its keys: {shown})"
+             + ("; success is read from compute_reward at each episode's last step" if rule.goal_reward is not None
+                else "; no success rate is reported"))
+    elif goal_env and rule.goal_reward is not None:
+        warn(f"env {name} reports neither info['is_success'] nor info['success']: success is read from "
+             f"compute_reward at each episode's last step (env.success_key names another key)")
+    elif goal_env:
+        warn(f"env {name} reports no success in its info and its compute_reward has no single value at the "
+             f"goal: no success rate is reported, runs are judged by return (env.success_key names the key)")
+        return False
+    else:
+        return False
+    return rule.goal_reward is not None

@@ -35,6 +35,11 @@ def clear_line() -> None:
         bar.clear()
 
 
+def warn(message: str) -> None:
+    clear_line()  # a warning starts on a clean line, not after the progress bar
+    print(f"her-run: warning: {message}", file=sys.stderr, flush=True)
+
+
 def job_label(algo: str, env: str) -> tuple[str, bool]:
     """The name shown for this run, and whether other jobs may write to the same terminal at once.
 

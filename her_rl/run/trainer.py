@@ -11,8 +11,6 @@ the loop goes on (before the next one), never just before the final one.
 
 from __future__ import annotations
 
-import copy
-import sys
 import time
 from typing import Any
 
@@ -24,14 +22,13 @@ from her_rl.envs import make_vec
 from her_rl.envs.checks import time_limit
 from her_rl.envs.custom import registered_id
 from her_rl.errors import EnvError, NonFiniteError
-from her_rl.run.evaluation import eval_seed, evaluate, success_rule_of
+from her_rl.run.evaluation import eval_seed, evaluate, success_rule_of, success_source
 from her_rl.run.guard import Guard, failure_in_iteration
 from her_rl.run.logger import RunLogger, final_metrics, hparams_of
 from her_rl.run.plan import Plan
-from her_rl.run.progress import Progress, clear_line, job_label
+from her_rl.run.progress import Progress, job_label, warn
 from her_rl.run.results import results_of
 from her_rl.folder.state import RunState
-from her_rl.rl.success import SUCCESS_KEYS, SuccessRule
 from her_rl.rl.updates import slow_precision
 from her_rl.run.signals import StopSignals
 
@@ -66,39 +63,6 @@ def log_iteration(logger: RunLogger, result: IterationResult, step: int, sps: fl
         charts["charts/any_success_rate"] = float(np.mean(result.episode_any_successes))
     logger.scalars(charts, step)
     return charts
-
-
-def warn(message: str) -> None:
-    clear_line()  # a warning starts on a clean line, not after the progress bar
-    print(f"her-run: warning: {message}", file=sys.stderr, flush=True)
-
-
-def success_source(envs: Any, rule: SuccessRule, env_cfg: dict[str, Any], goal_env: bool) -> bool:
-    """Whether success can be told in ``envs`` (one reset and one random step show what the step
-    info carries); a goal env judged by compute_reward, or not at all, gets one warning line."""
-    envs.reset(seed=0)
-    space = copy.deepcopy(envs.action_space)
-    space.seed(0)
-    _, _, _, _, info = envs.step(space.sample())
-    keys = (rule.key,) if rule.key else SUCCESS_KEYS
-    if any(key in info for key in keys):
-        return True
-    name = env_cfg.get("id")
-    if rule.key:
-        shown = ", ".join(sorted(k for k in info if not k.startswith("_"))) or "none"
-        warn(f"env {name}: env.success_key={rule.key!r} is not in its step info (its keys: {shown})"
-             + ("; success is read from compute_reward at each episode's last step" if rule.goal_reward is not None
-                else "; no success rate is reported"))
-    elif goal_env and rule.goal_reward is not None:
-        warn(f"env {name} reports neither info['is_success'] nor info['success']: success is read from "
-             f"compute_reward at each episode's last step (env.success_key names another key)")
-    elif goal_env:
-        warn(f"env {name} reports no success in its info and its compute_reward has no single value at the "
-             f"goal: no success rate is reported, runs are judged by return (env.success_key names the key)")
-        return False
-    else:
-        return False
-    return rule.goal_reward is not None
 
 
 class Trainer:
