@@ -14,7 +14,8 @@ from typing import Any
 import gymnasium as gym
 
 from her_rl.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
-from her_rl.envs.checks import EnvFault, guard, raised, time_limit
+from her_rl.envs.checks import EnvFault, guard, raised
+from her_rl.envs.time_limits import time_limit
 from her_rl.envs.custom import registered_id
 from her_rl.envs.drag import DragEnv, DragVectorEnv
 from her_rl.envs.families import ensure_registered

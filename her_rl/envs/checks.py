@@ -25,7 +25,6 @@ import functools
 import sys
 import sysconfig
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,46 +34,11 @@ from gymnasium import spaces
 
 from her_rl.errors import ConfigError, EnvError, one_line
 
-DEFAULT_MAX_EPISODE_STEPS = 1000
-"""Episodes of an env with no time limit of its own are truncated here (env.max_episode_steps: another)."""
-
 
 class EnvFault(EnvError, ConfigError):
     """An env fault as first raised: exit 2, and a ConfigError too, so that wherever a run is refused
     before it starts (the CLI's checks, a Hydra job before training) it is told as bad input is.
     The trainer re-raises it as a plain EnvError with exit 4 once training has started."""
-
-
-# ---- the time limit ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class StepLimit:
-    limit: int | None
-    """What make_vec passes as ``max_episode_steps`` (gymnasium's TimeLimit); None: the env's own."""
-    by_default: bool = False
-    """The env has no limit of its own: her-rl applies DEFAULT_MAX_EPISODE_STEPS (said at start)."""
-
-
-def time_limit(env_cfg: dict[str, Any], name: str) -> StepLimit:
-    """``env.max_episode_steps`` if given; else none where the env has a limit of its own (registered
-    ``max_episode_steps``, her-rl's envs, which truncate themselves, or a ``max_episode_steps``
-    kwarg); else the default."""
-    given = env_cfg.get("max_episode_steps")
-    if given is not None:
-        return StepLimit(int(given))
-    spec = gym.spec(name)
-    if spec.max_episode_steps or spec.namespace == "her_rl" or "max_episode_steps" in (env_cfg.get("kwargs") or {}):
-        return StepLimit(None)
-    return StepLimit(DEFAULT_MAX_EPISODE_STEPS, by_default=True)
-
-
-def episode_cap(envs: gym.vector.VectorEnv) -> int | None:
-    """The longest an episode of ``envs`` can last, where it is known (its TimeLimit or own limit)."""
-    spec = getattr(envs, "spec", None)
-    known = [getattr(spec, "kwargs", {}).get("max_episode_steps"), getattr(spec, "max_episode_steps", None),
-             getattr(envs, "max_episode_steps", None)]
-    known = [int(k) for k in known if isinstance(k, (int, np.integer)) and k > 0]
-    return max(known) if known else None
 
 
 # ---- what a value is, in words ---------------------------------------------------------------
@@ -345,5 +309,4 @@ def guard(envs: gym.vector.VectorEnv, env_id: str) -> gym.vector.VectorEnv:
     return envs
 
 
-__all__ = ["DEFAULT_MAX_EPISODE_STEPS", "EnvFault", "StepLimit", "check_obs", "check_reset", "check_rewards",
-           "check_step", "episode_cap", "guard", "raised", "time_limit"]
+__all__ = ["EnvFault", "check_obs", "check_reset", "check_rewards", "check_step", "guard", "raised"]

@@ -26,7 +26,7 @@ from her_rl.run.build import make_agent
 from her_rl.run.policy import load as load_policy
 from her_rl.config.checks import resolved, validate
 from her_rl.envs import make_vec
-from her_rl.envs.checks import episode_cap
+from her_rl.envs.time_limits import episode_cap
 from her_rl.errors import ConfigError, EnvError, OutputError
 from her_rl.config.saved import check_saved, merge
 from her_rl.rl.success import SUCCESS_KEYS, EpisodeSuccess, SuccessRule
@@ -59,7 +59,7 @@ def evaluate(agent, envs, seed: int, success: SuccessRule | None = None,
     rate) and, where the env can tell success (``success``, see :mod:`her_rl.rl.success`), the
     success rate at the episodes' last step and at any step (``success_rate``, ``any_success_rate``).
     Episodes still running after ``max_steps`` steps (None: the env's time limit, see
-    :func:`her_rl.envs.checks.episode_cap`) are an EnvError, never a silent hang."""
+    :func:`her_rl.envs.time_limits.episode_cap`) are an EnvError, never a silent hang."""
     success = success if success is not None else success_rule_of(agent)
     max_steps = max_steps or episode_cap(envs) or UNKNOWN_LIMIT_STEPS
     obs, _ = envs.reset(seed=seed)

@@ -36,7 +36,7 @@ def checkpoint_path(path: str | Path) -> Path:
 
 def make_env(env_cfg: dict[str, Any], render_mode: str | None = None, **kwargs: Any) -> gym.Env:
     """The single gymnasium env of an ``env`` config group (``kwargs`` override the group's)."""
-    from her_rl.envs.checks import time_limit
+    from her_rl.envs.time_limits import time_limit
     from her_rl.envs.custom import registered_id
     from her_rl.envs.families import ensure_registered
 

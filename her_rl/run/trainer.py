@@ -19,7 +19,7 @@ import numpy as np
 from her_rl.folder import checkpoint
 from her_rl.agent import IterationResult
 from her_rl.envs import make_vec
-from her_rl.envs.checks import time_limit
+from her_rl.envs.time_limits import time_limit
 from her_rl.envs.custom import registered_id
 from her_rl.errors import EnvError, NonFiniteError
 from her_rl.run.evaluation import eval_seed, evaluate, success_rule_of, success_source
