@@ -34,7 +34,7 @@ from her_rl.config.video import expand_overrides
 from her_rl.envs.custom import import_given
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, printable
 from her_rl.config.overrides import check_overrides, one_value_each
-from her_rl.run.sweep import check_sweep, sweep_variants
+from her_rl.run.sweep import check_sweep, objective, optuna_settings, sweep_variants
 from her_rl.rules import check_path
 from her_rl.run.signals import Stage, Stopped, early_stops, exit_at_once
 
@@ -48,7 +48,6 @@ _FLAGS = (*_RUN_FLAGS, *_HELP_FLAGS, "--hydra-help", "--version", "-c", "--cfg",
 _SINGLE_RUN = ("-r", "--run")
 # Hydra's modes, short flag -> long: Hydra accepts one per command.
 _MODES = {"-m": "--multirun", "-c": "--cfg", "-i": "--info", "-sc": "--shell-completion"}
-_DIRECTION = "hydra.sweeper.direction"
 
 rundir.register_resolvers()  # ${run_suffix:} in hydra.run.dir, also in launcher worker processes
 _STAGE = Stage()  # how far this command got, for the line a signal that stops it ends with
@@ -163,35 +162,6 @@ def _hydra_main(cfg: DictConfig) -> float | None:
         return objective(run(cfg, out_dir=out, overrides=overrides), cfg.get("objective", "final_eval"))
     except Exception as exc:  # one line and failed.json; the sweep goes on (every launcher, no sys.exit)
         return failures.job_failed(out, exc, overrides)
-
-
-def objective(results: dict, kind: str = "final_eval") -> float | None:
-    """The number a sweeper (Optuna) maximises; ``load=`` evaluations return None."""
-    if "env_steps" not in results:
-        return None
-    if kind == "steps_to_solve":
-        solved = results.get("solved_at_env_steps")
-        return -float(solved) if solved is not None else -2.0 * float(results["env_steps"])
-    value = results.get("eval_success_rate", results.get("eval_return"))
-    return float(value) if value is not None else float("nan")
-
-
-def optuna_settings(argv: list[str]) -> list[str]:
-    """The command with what the Optuna sweeper needs added when it is picked: the direction
-    ``maximize`` (Optuna minimises by default, and every objective her-run returns is to be
-    maximised; another direction is refused), and trial folders named by trial number
-    (``trial-<n>``), since Optuna may sample the same setting twice and a folder holds one run."""
-    keys = {a.lstrip("+~").split("=", 1)[0]: a.partition("=")[2] for a in argv if "=" in a}
-    if keys.get("hydra/sweeper") != "optuna":
-        return list(argv)
-    if _DIRECTION in keys and keys[_DIRECTION].strip("'\"[] ").lower() != "maximize":
-        raise ConfigError(f"{_DIRECTION}={keys[_DIRECTION]} is not accepted: her-run's objectives are to be "
-                          "maximised (objective=final_eval: the last eval success rate or return; "
-                          "steps_to_solve: minus the env steps to solve); leave it out or pass maximize")
-    added = [f"{_DIRECTION}=maximize"] if _DIRECTION not in keys else []
-    added += ["hydra.sweep.subdir=trial-${hydra.job.num}"] if "hydra.sweep.subdir" not in keys else []
-    at = next(i for i, a in enumerate(argv) if a.lstrip("+~").startswith("hydra/sweeper=")) + 1
-    return [*argv[:at], *added, *argv[at:]]  # next to the sweeper's override: after a flag's value it would not parse
 
 
 def _help() -> None:

@@ -436,7 +436,7 @@ def test_optuna_direction_minimize_is_refused(her_run, tmp_path):
 
 
 def test_optuna_without_a_direction_maximises(her_run, tmp_path):
-    from her_rl.cli import optuna_settings
+    from her_rl.run.sweep import optuna_settings
 
     assert optuna_settings(["-m", "hydra/sweeper=optuna", "--cfg", "hydra"])[:4] == \
         ["-m", "hydra/sweeper=optuna", "hydra.sweeper.direction=maximize", "hydra.sweep.subdir=trial-${hydra.job.num}"]

@@ -6,7 +6,7 @@ import forked
 import pytest
 import yaml
 
-from her_rl.cli import objective
+from her_rl.run.sweep import objective
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 

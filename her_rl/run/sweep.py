@@ -1,5 +1,7 @@
 """A sweep (``her-run -m``), checked before Hydra makes its folder or starts its launcher: the sweep
-folder, the launcher's package (and SLURM for submitit_slurm), and each value of each swept key.
+folder, the launcher's package (and SLURM for submitit_slurm), and each value of each swept key; what
+each job returns to the sweeper (:func:`objective`) and what the Optuna sweeper needs added
+(:func:`optuna_settings`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ MULTIRUN_CHECKS = 64  # at most this many sweep variants are composed and checke
 # the package each launcher plugin imports when it starts
 LAUNCHER_PACKAGES = {"JoblibLauncher": "joblib", "SlurmLauncher": "submitit", "LocalLauncher": "submitit",
                      "RayLauncher": "ray"}
+_DIRECTION = "hydra.sweeper.direction"
 
 
 def check_sweep(cfg: DictConfig) -> None:
@@ -64,4 +67,33 @@ def sweep_variants(overrides: list[str]) -> list[list[str]]:
     return variants[:MULTIRUN_CHECKS]
 
 
-__all__ = ["check_sweep", "sweep_variants"]
+def objective(results: dict, kind: str = "final_eval") -> float | None:
+    """The number a sweeper (Optuna) maximises; ``load=`` evaluations return None."""
+    if "env_steps" not in results:
+        return None
+    if kind == "steps_to_solve":
+        solved = results.get("solved_at_env_steps")
+        return -float(solved) if solved is not None else -2.0 * float(results["env_steps"])
+    value = results.get("eval_success_rate", results.get("eval_return"))
+    return float(value) if value is not None else float("nan")
+
+
+def optuna_settings(argv: list[str]) -> list[str]:
+    """The command with what the Optuna sweeper needs added when it is picked: the direction
+    ``maximize`` (Optuna minimises by default, and every objective her-run returns is to be
+    maximised; another direction is refused), and trial folders named by trial number
+    (``trial-<n>``), since Optuna may sample the same setting twice and a folder holds one run."""
+    keys = {a.lstrip("+~").split("=", 1)[0]: a.partition("=")[2] for a in argv if "=" in a}
+    if keys.get("hydra/sweeper") != "optuna":
+        return list(argv)
+    if _DIRECTION in keys and keys[_DIRECTION].strip("'\"[] ").lower() != "maximize":
+        raise ConfigError(f"{_DIRECTION}={keys[_DIRECTION]} is not accepted: her-run's objectives are to be "
+                          "maximised (objective=final_eval: the last eval success rate or return; "
+                          "steps_to_solve: minus the env steps to solve); leave it out or pass maximize")
+    added = [f"{_DIRECTION}=maximize"] if _DIRECTION not in keys else []
+    added += ["hydra.sweep.subdir=trial-${hydra.job.num}"] if "hydra.sweep.subdir" not in keys else []
+    at = next(i for i, a in enumerate(argv) if a.lstrip("+~").startswith("hydra/sweeper=")) + 1
+    return [*argv[:at], *added, *argv[at:]]  # next to the sweeper's override: after a flag's value it would not parse
+
+
+__all__ = ["check_sweep", "objective", "optuna_settings", "sweep_variants"]
