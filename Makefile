@@ -93,7 +93,7 @@ bench-fetch: $(VENV)/.robotics
 
 # The FetchPush preset against its SB3 twin (docs/benchmarks/fetch.md): 3 seeds a side, one run per core
 # (about an hour each), rows added to bench_results/fetch_frontier.json as runs end; then the tables and curves.
-# PRESET=fetch_pick_and_place_frontier or fetch_slide_frontier: 1M env steps a run (about an hour here)
+# PRESET=fetch_pick_and_place_frontier or fetch_slide_frontier: 1M env steps a run (one to two hours here)
 PRESET ?= fetch_push_frontier
 bench-fetch-frontier: $(VENV)/.robotics $(VENV)/.bench
 	mkdir -p bench_results

@@ -41,7 +41,7 @@ def env_id(preset: str) -> str:
     return str(preset_config(preset).env.id)
 
 
-TWIN_SETS = ("env.start_in_gripper",)
+TWIN_SETS = ("env.start_in_gripper", "algo.batch_size")
 """The overrides a twin mirrors, so the only ones a twin's variant may have: any other would run the
 twin unchanged under the variant's name."""
 
@@ -190,21 +190,24 @@ def add_row(path: str | Path, row: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- reading the rows
 
 
-def frontier_rows(rows: Sequence[dict[str, Any]], preset: str) -> dict[str, list[dict[str, Any]]]:
-    """series -> the rows of the preset's runs: per side, and per variant (``set`` overrides) of ours;
-    rows of other presets are left out."""
+def frontier_rows(rows: Sequence[dict[str, Any]], preset: str, min_seeds: int = 1) -> dict[str, list[dict[str, Any]]]:
+    """series -> the rows of the preset's runs: per side, and per variant (``set`` overrides); the
+    preset's own (ours, then the twin) first, then the variants as the rows name them. Rows of other
+    presets, and series of fewer than ``min_seeds`` runs, are left out."""
     out: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         if r.get("preset") == preset:
             out.setdefault(" ".join([r["side"], *r.get("set", [])]), []).append(r)
-    return out
+    order = sorted(out, key=lambda series: (bool(out[series][0].get("set")), out[series][0]["side"] != "ours"))
+    return {series: out[series] for series in order if len(out[series]) >= min_seeds}
 
 
 def side_name(rows: Sequence[dict[str, Any]]) -> str:
     r = rows[0]
     if r["side"] == "ours":
         return " ".join([r["algo"], *r.get("set", [])])
-    kind = "1-step twin" if r.get("settings", {}).get("differs") else "twin"
+    one_step = any(d.startswith("n_step") for d in r.get("settings", {}).get("differs", []))
+    kind = "1-step twin" if one_step else "twin"
     return " ".join([f"SB3 {r['algo'].upper()} + HER ({kind})", *r.get("set", [])])
 
 
@@ -221,10 +224,10 @@ def to_level(row: dict[str, Any], level: float) -> int | None:
     return int(hit[0]) if hit else None
 
 
-def step_table(rows: Sequence[dict[str, Any]], preset: str, every: int | None = None) -> str:
-    """Per evaluation point (``every``: only those at multiples of it, and the last), each side's
-    median and IQM [95% bootstrap interval] over its seeds."""
-    sides = frontier_rows(rows, preset)
+def step_table(rows: Sequence[dict[str, Any]], preset: str, every: int | None = None, min_seeds: int = 1) -> str:
+    """Per evaluation point (``every``: only those at multiples of it, and the last), each series' median
+    and IQM [95% bootstrap interval] over its seeds (series of at least ``min_seeds`` runs)."""
+    sides = frontier_rows(rows, preset, min_seeds)
     points = {side: at_steps(rs) for side, rs in sides.items()}
     header = ["env steps"] + [h for side in sides for h in (f"{side_name(sides[side])} median", "IQM [95% CI]")]
     body = []
@@ -260,9 +263,10 @@ def _steps(v: float | None) -> str:
     return "-" if v is None or v == float("inf") else f"{int(v):,}"
 
 
-def plot(rows: Sequence[dict[str, Any]], preset: str, path: str | Path, still: float | None = None) -> None:
-    """Success against env steps: per side the median over seeds as a line, the interquartile range as a
-    band; ``still``: the motionless arm's success as a dotted line."""
+def plot(rows: Sequence[dict[str, Any]], preset: str, path: str | Path, still: float | None = None,
+         min_seeds: int = 1) -> None:
+    """Success against env steps: per series (of at least ``min_seeds`` runs) the median over seeds as a
+    line, the interquartile range as a band; ``still``: the motionless arm's success as a dotted line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -270,7 +274,7 @@ def plot(rows: Sequence[dict[str, Any]], preset: str, path: str | Path, still: f
     import numpy as np
 
     fig, ax = plt.subplots(figsize=(5.6, 3.6))
-    for side, rs in frontier_rows(rows, preset).items():
+    for side, rs in frontier_rows(rows, preset, min_seeds).items():
         points = at_steps(rs)
         steps = np.array(list(points))
         vals = [np.array(v) for v in points.values()]

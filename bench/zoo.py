@@ -88,7 +88,7 @@ def twin_settings(algo: Mapping[str, Any], horizon: int, one_step: bool = False)
     take alike (different actor and critic learning rates, a strategy SB3 lacks, n-step returns).
     ``one_step``: the nearest twin of an n-step learner instead of the error. SB3's HerReplayBuffer
     has no n-step returns, so the twin learns from 1-step returns, and its settings say so
-    under ``differs``."""
+    under ``differs``, as they say when ours runs its matrix products in bfloat16 (SB3's in float32)."""
     name = str(algo["name"])
     differs = []
     if one_step and int(algo.get("n_step", 1)) != 1:
@@ -96,6 +96,8 @@ def twin_settings(algo: Mapping[str, Any], horizon: int, one_step: bool = False)
         algo = {**algo, "n_step": 1}
     if name not in TWINS:
         raise ValueError(f"{name} has no SB3 twin (one of {', '.join(TWINS)})")
+    if str(algo.get("precision", "float32")) != "float32":  # SB3 updates in float32 only
+        differs.append(f"precision: ours {algo['precision']} matrix products, the twin float32")
     soft = TWINS[name] == "sac"  # her_sac, and her_crossq: SAC is its nearest SB3 learner with HER
     lrs = {float(algo["actor_lr"]), float(algo["critic_lr"])} | ({float(algo["alpha_lr"])} if soft else set())
     if len(lrs) > 1:

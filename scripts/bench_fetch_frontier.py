@@ -13,7 +13,9 @@ with more episodes afterwards; without it each run's folder is temporary.
 
 ``--set`` runs a variant of the preset (her-run overrides added to it); its rows carry them and are
 a series of their own in the tables and curves. The SB3 twin mirrors held starts
-(``env.start_in_gripper``) and no other override, so ``--side sb3`` takes only that one.
+(``env.start_in_gripper``) and the batch (``algo.batch_size``) and no other override, so
+``--side sb3`` takes only those. ``--min-seeds N`` leaves series of fewer seeds out of the table per
+evaluation and the curves (the table per run keeps them).
 
 Seeds run one after another in this process (one torch thread); start one process per seed to use
 more cores: the rows file is extended under a lock.
@@ -40,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="add each run's row to this file")
     p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
                    help="her-run overrides added to the preset (a variant of it); with --side sb3 only "
-                        "env.start_in_gripper, which the twin mirrors")
+                        "env.start_in_gripper and algo.batch_size, which the twin mirrors")
     p.add_argument("--keep", type=Path, metavar="DIR",
                    help="with --side ours: keep each run's folder as DIR/<preset>-seed<S> (a new folder), so that "
                         "its final policy can be evaluated later (her-run load=FOLDER eval.episodes=500)")
@@ -49,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--still", type=int, metavar="EPISODES",
                    help="with --report: also the success of an arm kept still over this many episodes (a line on the curves)")
     p.add_argument("--every", type=int, help="with --report: the table per evaluation at multiples of this many env steps")
+    p.add_argument("--min-seeds", type=int, default=1, metavar="N",
+                   help="with --report: only series of at least N seeds in the table per evaluation and the curves")
     p.add_argument("--heights", type=Path, metavar="RUN",
                    help="a finished run's folder: its greedy success on goals on the table and goals in the air")
     p.add_argument("--episodes", type=int, default=200, help="with --heights: fresh episodes to play")
@@ -62,14 +66,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error(f"--every: a number of env steps, at least 1, got {args.every}")
         if args.still is not None and args.still < 1:
             p.error(f"--still: a number of episodes, at least 1, got {args.still}")
+        if args.min_seeds < 1:
+            p.error(f"--min-seeds: a number of seeds, at least 1, got {args.min_seeds}")
         rows = json.loads(args.report.read_text())["rows"]
-        print(frontier.step_table(rows, args.preset, args.every), frontier.level_table(rows, args.preset), sep="\n\n")
+        print(frontier.step_table(rows, args.preset, args.every, args.min_seeds), frontier.level_table(rows, args.preset),
+              sep="\n\n")
         still = None
         if args.still:
             still = frontier.still_success(frontier.env_id(args.preset), args.still)
             print(f"\n{frontier.env_id(args.preset)}, the arm kept still: {still:.3f} success over {args.still} episodes")
         if args.png:
-            frontier.plot(rows, args.preset, args.png, still)
+            frontier.plot(rows, args.preset, args.png, still, args.min_seeds)
         return 0
     if not (args.side and args.json):
         p.error("give --side and --json to run, or --report to read")

@@ -51,7 +51,9 @@ def test_a_3_step_presets_twin_is_the_nearest_with_1_step_returns_and_says_so(pr
     assert (ours["name"], ours["n_step"], s["algo"]) == ("her_ddpg", 3, "ddpg")
     assert (s["net_arch"], s["batch_size"], s["gamma"], s["train_freq_episodes"]) == (
         ours["hidden"], ours["batch_size"], ours["gamma"], ours["episodes_per_cycle"])
-    assert s["differs"] == ["n_step: ours 3, the twin 1 (SB3's HerReplayBuffer has no n-step returns)"]
+    one_step = "n_step: ours 3, the twin 1 (SB3's HerReplayBuffer has no n-step returns)"
+    bf16 = ["precision: ours bfloat16 matrix products, the twin float32"] if ours["precision"] == "bfloat16" else []
+    assert s["differs"] == [one_step, *bf16]
     held = frontier.preset_config(preset).env.get("start_in_gripper")
     assert s.get("start_in_gripper") == (held or None)  # the twin's training env holds the same share
     assert "differs" not in frontier.twin(PRESET)  # FetchPush's twin is exact
@@ -101,19 +103,23 @@ def test_the_step_table_can_keep_every_nth_evaluation_and_the_last():
     assert len(frontier.step_table(rows, PRESET).splitlines()) == 2 + 5
 
 
-def test_report_every_below_one_is_one_line_and_exit_2(tmp_path, capsys):
-    from conftest import load_script, unload_script
+def test_series_of_fewer_seeds_can_be_left_out_of_the_step_table_and_curves_but_not_the_run_table(tmp_path):
+    rows = [_row("ours", s, [0.5]) for s in range(3)] + [{**_row("ours", 0, [0.9]), "set": ["algo.k=2"]}]
+    header = frontier.step_table(rows, PRESET, min_seeds=2).splitlines()[0]
+    assert "her_crossq median" in header and "algo.k=2" not in header
+    assert "algo.k=2" in frontier.step_table(rows, PRESET).splitlines()[0]
+    assert "her_crossq algo.k=2 | 0" in frontier.level_table(rows, PRESET)  # every run keeps its row
+    assert list(frontier.frontier_rows(rows, PRESET, min_seeds=4)) == []
+    rows.insert(0, _row("sb3", 0, [0.0]))  # the preset's own series come first, ours before the twin
+    assert list(frontier.frontier_rows(rows, PRESET)) == ["ours", "sb3", "ours algo.k=2"]
 
+
+@pytest.mark.parametrize("flag, says", [("--every", "--every: a number of env steps, at least 1, got 0"),
+                                        ("--min-seeds", "--min-seeds: a number of seeds, at least 1, got 0")])
+def test_report_every_or_min_seeds_below_one_is_one_line_and_exit_2(tmp_path, capsys, flag, says):
     path = tmp_path / "rows.json"
     path.write_text(json.dumps({"rows": [_row("ours", 0, [0.1])]}))
-    script = load_script("bench_fetch_frontier")
-    try:
-        with pytest.raises(SystemExit) as stop:
-            script.main(["--report", str(path), "--every", "0"])
-    finally:
-        unload_script("bench_fetch_frontier")
-    assert stop.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("--every: a number of env steps, at least 1, got 0")
+    assert _refused(["--report", str(path), flag, "0"], capsys).endswith(says)
 
 
 class _StillOnEvenSeeds:
@@ -263,7 +269,7 @@ def test_a_variant_runs_her_run_with_its_overrides_and_its_row_says_them(monkeyp
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["--side", "sb3", "--set", "algo.k=2"], "--set algo.k=2: algo.k=2: the SB3 twin mirrors only env.start_in_gripper"),
+    (["--side", "sb3", "--set", "algo.k=2"], "--set algo.k=2: algo.k=2: the SB3 twin mirrors only env.start_in_gripper, algo.batch_size"),
     (["--side", "sb3", "--set", "env.start_in_gripper=0.5"], "--set env.start_in_gripper=0.5: Could not override 'env.start_in_gripper'"),
     (["--side", "ours", "--set", "eval.episodes=0"], "--set eval.episodes=0: eval.episodes=0 is not allowed"),
     (["--side", "ours", "--set", "no_such_key=1"], "--set no_such_key=1: Could not override 'no_such_key'"),
@@ -282,6 +288,8 @@ def test_a_twins_variant_mirrors_held_starts_and_is_a_series_of_its_own():
     frontier.check_twin_sets(["env.start_in_gripper=0"])
     with pytest.raises(ValueError, match="algo.prioritize=energy: the SB3 twin mirrors only env.start_in_gripper"):
         frontier.check_twin_sets(["algo.prioritize=energy"])  # the twin would run unchanged under its name
+    with pytest.raises(ValueError, match="algo.precision=float32: the SB3 twin mirrors only"):
+        frontier.check_twin_sets(["algo.precision=float32"])  # SB3 updates in float32 whatever ours does
     plain = {**_row("sb3", 0, [0.1]), "settings": {"differs": ["n_step: ours 3, the twin 1"]}}
     variant = {**plain, "seed": 1, "set": ["env.start_in_gripper=0"]}
     series = frontier.frontier_rows([plain, variant], PRESET)
@@ -350,3 +358,16 @@ def test_keep_with_the_twin_or_a_folder_that_exists_is_one_line_and_exit_2(tmp_p
     err = _refused(["--seeds", "0", "--json", str(tmp_path / "r.json"), "--keep", str(tmp_path / "runs"), *argv], capsys)
     assert says in err and "Traceback" not in err, err
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_twins_batch_variant_runs_at_that_batch_and_a_bfloat16_learner_is_named_a_difference():
+    slide = "fetch_slide_frontier"  # the preset: batch 1,024 in bfloat16
+    frontier.check_twin_sets(["algo.batch_size=256"])
+    assert frontier.twin(slide)["batch_size"] == frontier.preset_config(slide).algo.batch_size == 1024
+    assert frontier.twin(slide, ["algo.batch_size=256"])["batch_size"] == 256
+    differs = frontier.twin(slide, ["algo.precision=float32"])["differs"]
+    assert not any(d.startswith("precision") for d in differs)  # ours in float32: only the returns differ
+    assert any(d.startswith("precision") for d in frontier.twin(slide)["differs"])
+    twin = {**_row("sb3", 0, [0.1]), "settings": {"differs": ["precision: ours bfloat16 matrix products, the twin float32"]}}
+    assert frontier.side_name([twin]) == "SB3 SAC + HER (twin)"  # same returns: not named a 1-step twin
+

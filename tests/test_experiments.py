@@ -43,3 +43,4 @@ def test_the_fetch_frontier_presets_hold_their_measured_settings():
         ("her_crossq", "FetchPush-v4", 2, 40)  # 0.4 updates per env step
     assert (push.budget.env_steps, push.eval.every_env_steps, push.eval.episodes) == (200_000, 10_000, 50)
     assert (slide.env.id, slide.algo.n_step, slide.algo.episodes_per_cycle, slide.budget.env_steps) == ("FetchSlide-v4", 3, 8, 1_000_000)
+    assert (slide.algo.batch_size, slide.algo.precision) == (1024, "bfloat16")  # 0.6 held on 3 seeds
