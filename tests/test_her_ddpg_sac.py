@@ -340,3 +340,14 @@ def test_bfloat16_on_a_cpu_without_its_units_says_so_in_one_line(tmp_path, monke
     assert said[True] == []
     assert updates.slow_precision("float32", None) is None
     assert updates.slow_precision("bfloat16", torch.device("meta")) is None  # not a CPU: no guess about it
+
+
+def test_an_x86_cpu_with_avx512_but_neither_amx_nor_avx512_bf16_has_no_bfloat16_units(monkeypatch):
+    from her_rl.rl import updates
+
+    monkeypatch.setattr(updates.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True, raising=False)  # AVX512 alone
+    for avx512_bf16, amx, has in [(False, False, False), (True, False, True), (False, True, True)]:
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda v=avx512_bf16: v)
+        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda v=amx: v)
+        assert updates.cpu_has_bfloat16() is has

@@ -4,6 +4,7 @@ and the shuffled minibatches of an on-policy epoch."""
 
 from __future__ import annotations
 
+import platform
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -44,9 +45,12 @@ def update_precision(precision: str, device: torch.device) -> torch.autocast:
 
 
 def cpu_has_bfloat16() -> bool:
-    """Whether this CPU multiplies bfloat16 natively (AMX or AVX512-BF16, as oneDNN reports it);
-    True when torch cannot tell, so that no warning is given on a guess."""
+    """Whether this CPU multiplies bfloat16 natively: AMX or AVX512-BF16 on x86 (plain AVX512 only
+    emulates it, slower than float32); elsewhere what oneDNN reports (Arm's BF16). True when torch
+    cannot tell, so that no warning is given on a guess."""
     try:
+        if platform.machine().lower() in ("x86_64", "amd64"):
+            return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
         return True
