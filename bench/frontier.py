@@ -8,7 +8,8 @@ twin (SB3 SAC + HER given the preset's net, batch, gamma, updates per env step a
 
 Protocol: an evaluation of ``eval.episodes`` fresh greedy episodes (a new seed each time) every
 ``eval.every_env_steps`` env steps of the preset, success = ``is_success`` at each episode's last
-step; wall seconds count from the start of training and include the evaluations; one torch thread.
+step; the twin plays the episodes ours plays at the same env step (:func:`ours_eval_seed`; rows with
+``"eval_draws": "ours"``), so that both sides score on the same goals and block positions; wall seconds count from the start of training and include the evaluations; one torch thread.
 The rows file is read, extended and rewritten atomically under a lock after every run, so runs of
 several processes (one per seed) land in one file as they finish.
 """
@@ -67,14 +68,27 @@ def check_twin_sets(sets: Sequence[str]) -> None:
             raise ValueError(f"{override}: the SB3 twin mirrors only {', '.join(TWIN_SETS)}")
 
 
+def ours_eval_seed(seed: int, env_steps: int, cycle_steps: int) -> int:
+    """The seed ours resets its evaluation envs with when it evaluates at ``env_steps``:
+    ``eval_seed(seed, iteration)``, its iteration being one cycle of ``cycle_steps`` env steps (Fetch
+    episodes never end before their 50 steps, so every cycle is as long), the first to reach
+    ``env_steps``. The same seed gives the same episodes on both sides (``gymnasium.make_vec``)."""
+    from her_rl.run.evaluation import eval_seed
+
+    return eval_seed(seed, -(-env_steps // cycle_steps))
+
+
 def run_sb3(preset: str, seed: int, sets: Sequence[str] = ()) -> dict[str, Any]:
-    """One SB3 twin run of the preset (or its variant ``sets``) to its budget; its row."""
+    """One SB3 twin run of the preset (or its variant ``sets``) to its budget, each evaluation on the
+    episodes ours evaluates on at that env step; its row."""
     cfg, settings = preset_config(preset, sets), twin(preset, sets)
     protocol = peers.Protocol(int(cfg.eval.every_env_steps), int(cfg.budget.env_steps), cap_at_evals=True)
+    cycle_steps = int(settings["train_freq_episodes"]) * HORIZON
     run, _ = zoo.train_peer(settings, cfg.env.id, {}, seed, protocol, int(cfg.eval.episodes), HORIZON,
-                            f"SB3 twin {cfg.env.id} seed {seed}")
+                            f"SB3 twin {cfg.env.id} seed {seed}",
+                            eval_seed_at=lambda step: ours_eval_seed(seed, step, cycle_steps))
     return {"side": "sb3", "algo": settings["algo"], "env": str(cfg.env.id), "seed": seed, "preset": preset,
-            "eval_episodes": int(cfg.eval.episodes), "settings": settings,
+            "eval_episodes": int(cfg.eval.episodes), "settings": settings, "eval_draws": "ours",
             "evals": [[int(step), float(value), float(wall)] for step, wall, value in run.curve],
             **({"set": list(sets)} if sets else {})}
 

@@ -27,7 +27,7 @@ through the training env's VecNormalize statistics when there is one.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -194,10 +194,12 @@ EVAL_STREAM = 11  # the peers' evaluation seeds: her_rl.run.evaluation.eval_seed
 
 
 def train_peer(settings: Mapping[str, Any], env_id: str, kwargs: Mapping[str, Any], seed: int,
-               protocol: peers.Protocol, episodes: int, horizon: int, name: str) -> tuple[peers.PeerRun, float]:
+               protocol: peers.Protocol, episodes: int, horizon: int, name: str,
+               eval_seed_at: Callable[[int], int] | None = None) -> tuple[peers.PeerRun, float]:
     """Build the peer, then train it to the protocol's budget with an evaluation of ``episodes``
-    greedy episodes every ``protocol.every`` env steps; the clock starts once the model and its
-    evaluation envs exist. Returns the run and the seconds building took."""
+    greedy episodes every ``protocol.every`` env steps, their envs reset with ``eval_seed_at(env
+    steps)`` (default: ``eval_seed(seed, env steps, EVAL_STREAM)``); the clock starts once the model
+    and its evaluation envs exist. Returns the run and the seconds building took."""
     import gymnasium as gym
     import torch
 
@@ -206,9 +208,10 @@ def train_peer(settings: Mapping[str, Any], env_id: str, kwargs: Mapping[str, An
     model = build(settings, env_id, kwargs, seed)
     eval_envs = gym.make_vec(env_id, num_envs=episodes, vectorization_mode="sync", **kwargs)
     build_s = time.perf_counter() - built
+    draw = eval_seed_at or (lambda step: eval_seed(seed, step, EVAL_STREAM))
     try:
         run = peers.train(model, lambda m, k: peers.success_last_step(
-            m, eval_envs, eval_seed(seed, k * protocol.every, EVAL_STREAM), horizon), protocol, name)
+            m, eval_envs, draw(k * protocol.every), horizon), protocol, name)
     finally:
         eval_envs.close()
     return run, build_s

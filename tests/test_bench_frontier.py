@@ -371,3 +371,41 @@ def test_a_twins_batch_variant_runs_at_that_batch_and_a_bfloat16_learner_is_name
     twin = {**_row("sb3", 0, [0.1]), "settings": {"differs": ["precision: ours bfloat16 matrix products, the twin float32"]}}
     assert frontier.side_name([twin]) == "SB3 SAC + HER (twin)"  # same returns: not named a 1-step twin
 
+
+
+def test_the_twin_evaluates_on_the_episodes_ours_evaluates_on_at_each_env_step(tmp_path, monkeypatch):
+    """A short run of the preset, its evaluation seeds spied: at every env step it evaluated at, the twin's
+    draw (:func:`bench.frontier.ours_eval_seed` with the twin's cycle) is the same seed."""
+    pytest.importorskip("gymnasium_robotics")
+    import her_rl
+    from her_rl.run import trainer
+
+    seen = []
+    real = trainer.evaluate
+
+    def spy(agent, envs, seed, *args, **kwargs):
+        seen.append(seed)
+        return real(agent, envs, seed, *args, **kwargs)
+
+    monkeypatch.setattr(trainer, "evaluate", spy)
+    her_rl.train([f"experiment={PRESET}", "seed=3", "budget.env_steps=300", "eval.every_env_steps=100",
+                  "eval.episodes=2", "eval.stop_when_solved=false", "progress=false", "algo.batch_size=8"],
+                 out_dir=tmp_path / "run")
+    cycle = frontier.twin(PRESET)["train_freq_episodes"] * 50
+    assert seen == [frontier.ours_eval_seed(3, step, cycle) for step in (100, 200, 300)]
+    assert len(set(seen)) == 3
+
+
+def test_the_twins_run_draws_ours_episodes_and_its_row_says_so(monkeypatch):
+    from bench import peers
+
+    got = {}
+
+    def fake_train_peer(settings, env_id, kwargs, seed, protocol, episodes, horizon, name, eval_seed_at=None):
+        got["draws"] = [eval_seed_at(step) for step in (10_000, 20_000)]
+        return peers.PeerRun([(10_000, 1.0, 0.1)], 10_000, 1.0), 0.0
+
+    monkeypatch.setattr(zoo, "train_peer", fake_train_peer)
+    row = frontier.run_sb3(PRESET, 2)
+    assert got["draws"] == [frontier.ours_eval_seed(2, step, 100) for step in (10_000, 20_000)]
+    assert row["eval_draws"] == "ours"
