@@ -103,7 +103,7 @@ def test_the_step_table_can_keep_every_nth_evaluation_and_the_last():
     assert len(frontier.step_table(rows, PRESET).splitlines()) == 2 + 5
 
 
-def test_series_of_fewer_seeds_can_be_left_out_of_the_step_table_and_curves_but_not_the_run_table(tmp_path):
+def test_series_of_fewer_seeds_can_be_left_out_of_the_step_table_but_not_the_run_table():
     rows = [_row("ours", s, [0.5]) for s in range(3)] + [{**_row("ours", 0, [0.9]), "set": ["algo.k=2"]}]
     header = frontier.step_table(rows, PRESET, min_seeds=2).splitlines()[0]
     assert "her_crossq median" in header and "algo.k=2" not in header

@@ -96,8 +96,24 @@ gym.register(id="SB3BitFlip-v0", entry_point="stable_baselines3.common.envs:BitF
 '''
 
 
+@pytest.fixture
+def fresh_sb3_bitflip():
+    """The id and module the test's user module makes, absent while it runs and as they were after it
+    (the Env families page registers the same id from a module of the same name)."""
+    import gymnasium as gym
+
+    saved = gym.registry.pop("SB3BitFlip-v0", None), sys.modules.pop("sb3_bitflip", None)
+    yield
+    gym.registry.pop("SB3BitFlip-v0", None)
+    sys.modules.pop("sb3_bitflip", None)
+    if saved[0] is not None:
+        gym.registry["SB3BitFlip-v0"] = saved[0]
+    if saved[1] is not None:
+        sys.modules["sb3_bitflip"] = saved[1]
+
+
 @needs_sb3
-def test_sb3_bit_flipping_env_from_a_user_module_is_solved(tmp_path, monkeypatch):
+def test_sb3_bit_flipping_env_from_a_user_module_is_solved(tmp_path, monkeypatch, fresh_sb3_bitflip):
     (tmp_path / "sb3_bitflip.py").write_text(SB3_BITFLIP)
     monkeypatch.syspath_prepend(str(tmp_path))
     results = her_rl.train(["algo=her_dqn", "env=gym", "env.id=sb3_bitflip:SB3BitFlip-v0",
