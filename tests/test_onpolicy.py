@@ -13,10 +13,11 @@ import torch
 from gymnasium import spaces
 
 import her_rl.envs  # noqa: F401  (registers the project envs)
+from her_rl.algos.onpolicy_actor import ActorNet, ObsProcessor
 from her_rl.algos.ppo import PPO
 from her_rl.algos.reinforce import Reinforce
 from her_rl.algos.rnd_ppo import RNDPPO
-from her_rl.algos.rollout import ActorNet, ObsProcessor, RolloutCollector
+from her_rl.algos.rollout import RolloutCollector
 from her_rl.envs import make_vec
 from her_rl.errors import ConfigError
 from her_rl.config.registry import build_agent

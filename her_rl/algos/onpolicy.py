@@ -31,7 +31,8 @@ import torch
 
 from her_rl.agent import IterationResult
 from her_rl.algos.base import Learner
-from her_rl.algos.rollout import ActorNet, ObsProcessor, Rollout, RolloutCollector, check_spaces
+from her_rl.algos.onpolicy_actor import ActorNet, ObsProcessor, check_spaces
+from her_rl.algos.rollout import Rollout, RolloutCollector
 from her_rl.envs import make_vec
 from her_rl.rl.success import SuccessRule
 from her_rl.rl.losses import EntropyLoss
