@@ -9,7 +9,7 @@ collection with the exploring policy, then ``--updates`` gradient steps on relab
 (FetchPush tuned files: 2 episodes per cycle); her_ddpg's collection again with the joints read by
 name (the env as gymnasium-robotics ships it) and with ``env.vectorization=async``. SB3: SAC + HER
 with our net and batch, rl-zoo's TQC + HER (512x512x512, batch 2048), on the env as shipped.
-``--phases N``: also ``her-run`` N iterations of each of our learners with every phase timed.
+``--phases N``: also ``her-run`` N iterations of each of our learners with every phase timed (:mod:`bench.phases`).
 ``--variant "threads=2 algo.hidden=[64,64,64]"`` (repeatable): one more side of the first learner
 with these ``her-run`` overrides, e.g. to see what threads and net width do to its updates/s.
 ``--peer-threads 1 2``: each peer timed on one torch thread and on two (SB3 leaves torch's default).
@@ -29,8 +29,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ lies beside the package
 from bench.peers import missing  # noqa: E402
-from bench.profile import (as_json, every_core, load_average, ours_side, phase_lines, phase_profile, rate_lines,  # noqa: E402
-                                  sb3_side, time_sides)
+from bench.phases import phase_lines, phase_profile  # noqa: E402
+from bench.profile import as_json, every_core, load_average, ours_side, rate_lines, sb3_side, time_sides  # noqa: E402
 from her_rl.cli import hydra_message
 from her_rl.errors import ConfigError
 

@@ -11,7 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from bench.profile import ROOT, PhaseClock, Side, time_sides
+from bench.phases import ROOT, PhaseClock
+from bench.profile import Side, time_sides
 
 MISSING = [m for m in ("gymnasium_robotics", "mujoco") if importlib.util.find_spec(m) is None]
 needs_robotics = pytest.mark.skipif(bool(MISSING), reason=f"robotics extra not installed ({', '.join(MISSING)})")
