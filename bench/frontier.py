@@ -10,7 +10,8 @@ Protocol: an evaluation of ``eval.episodes`` fresh greedy episodes (a new seed e
 ``eval.every_env_steps`` env steps of the preset, success = ``is_success`` at each episode's last
 step; the twin plays the episodes ours plays at the same env step (:func:`ours_eval_seed`; rows with
 ``"eval_draws": "ours"``), so that both sides score on the same goals and block positions; wall
-seconds count from the start of training and include the evaluations; one torch thread. is read, extended and rewritten atomically under a lock after every run, so runs of several
+seconds count from the start of training and include the evaluations; one torch thread. The rows file
+is read, extended and rewritten atomically under a lock after every run, so runs of several
 processes (one per seed) land in one file as they finish.
 """
 
