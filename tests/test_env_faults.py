@@ -20,7 +20,7 @@ from gymnasium import spaces
 
 import her_rl
 from her_rl.folder import checkpoint
-from her_rl.envs.checks import check_obs
+from her_rl.envs.output_checks import check_obs
 from her_rl.errors import EnvError
 
 USER_ENVS = textwrap.dedent('''
