@@ -19,6 +19,7 @@ ROOT = "Python glue (loop, cycle)"
 ENV = "env stepping (MuJoCo)"
 EVAL = "evaluation (greedy episodes)"
 
+
 class PhaseClock:
     """Exclusive wall time by phase: while a wrapped call runs, time goes to its phase, except
     while a call wrapped inside it runs; inside an ``opaque`` phase nested wrappers charge nothing."""

@@ -396,6 +396,28 @@ def test_the_twin_evaluates_on_the_episodes_ours_evaluates_on_at_each_env_step(t
     assert len(set(seen)) == 3
 
 
+def test_one_reset_seed_gives_the_same_fetch_episodes_in_ours_envs_and_the_twins():
+    """What the twin's draw stands on: ``her_rl.envs.make_vec`` and ``gymnasium.make_vec`` (the twin's
+    evaluation envs) reset with one seed start every episode alike."""
+    pytest.importorskip("gymnasium_robotics")
+    import gymnasium as gym
+    import numpy as np
+    from omegaconf import OmegaConf
+
+    from her_rl.envs import make_vec
+
+    env = OmegaConf.to_container(frontier.preset_config(PRESET).env, resolve=True)
+    ours, twin = make_vec(env, 4, seed=0), gym.make_vec(env["id"], num_envs=4, vectorization_mode="sync")
+    try:
+        seed = frontier.ours_eval_seed(1, 10_000, 100)
+        a, b = ours.reset(seed=seed)[0], twin.reset(seed=seed)[0]
+        assert all(np.array_equal(a[k], b[k]) for k in ("observation", "achieved_goal", "desired_goal"))
+        assert not np.array_equal(a["desired_goal"], twin.reset(seed=seed + 4)[0]["desired_goal"])
+    finally:
+        ours.close()
+        twin.close()
+
+
 def test_the_twins_run_draws_ours_episodes_and_its_row_says_so(monkeypatch):
     from bench import peers
 
