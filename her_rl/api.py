@@ -30,7 +30,8 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from her_rl.config.compose import check_group_names, compose, hydra_message
+    from her_rl.config.compose import check_group_names, choose, compose, hydra_message
+    from her_rl.envs.custom import import_given
     from her_rl.config.overrides import single_job_dir
     from her_rl.errors import ConfigError, one_line
     from her_rl.run.runner import run
@@ -49,6 +50,11 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
         check_group_names(overrides)  # first: an override that would run code is refused as her-run refuses it
         out_dir = single_job_dir(overrides, out_dir)
         overrides = [o for o in overrides if o.split("=", 1)[0] != "hydra.run.dir"]
+        import_given(overrides)  # env.id=module:Env-v0: its module registers the env the learner is chosen for
+        choice = choose(overrides)
+        if choice.line:
+            print(f"her-run: {choice.line}", flush=True)
+        overrides = choice.apply(overrides)
         cfg = compose(overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(hydra_message(exc, overrides)) from None

@@ -29,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from her_rl.folder import rundir, failures
 from her_rl.config import schema
-from her_rl.config.compose import check_group_names, compose, hydra_message
+from her_rl.config.compose import Choice, check_group_names, choose, compose, hydra_message
 from her_rl.config.video import expand_overrides
 from her_rl.envs.custom import import_given
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, printable
@@ -224,7 +224,24 @@ def _main() -> None:
 def _check_and_import(argv: list[str], overrides: list[str]):
     check_group_names(overrides)
     import_given(one_value_each(overrides))  # env.id=module:Env-v0: the module the user named registers the env
+    choice = _choice(overrides, multirun=bool(set(argv) & set(_RUN_FLAGS)))
+    if choice.line:
+        print(f"her-run: {choice.line}", flush=True)
+    sys.argv[1:] = argv = choice.apply(argv)  # a sweep's jobs are composed by Hydra from sys.argv
     return _preflight(argv)
+
+
+def _choice(overrides: list[str], multirun: bool) -> Choice:
+    """What :func:`choose` adds to the command; a sweep's variants must agree on it (Hydra composes
+    every job from the same command line)."""
+    if not multirun:
+        return choose(overrides)
+    choices = {variant_choice.added: variant_choice for variant_choice in map(choose, sweep_variants(overrides))}
+    if len(choices) > 1:
+        told = "; ".join(" ".join(added) or "the defaults" for added in choices)
+        raise ConfigError(f"the sweep's envs call for different learners or tuned files ({told}): give algo= "
+                          "(and tuned=) on the command line")
+    return next(iter(choices.values()))
 
 
 def _checked(check, overrides: list[str]):
@@ -258,6 +275,9 @@ def _check_shown(argv: list[str]) -> None:
     overrides = _shown_overrides(argv)
     check_group_names(overrides)
     multirun = bool(set(argv) & set(_RUN_FLAGS))
+    added = _choice(overrides, multirun).added
+    sys.argv[1:] = [*added, *argv]  # Hydra shows the config it composes from sys.argv
+    overrides = [*added, *overrides]
     cfg = compose(hydra=True, overrides=sweep_variants(overrides)[0] if multirun else overrides)
     if set(argv) & {"--cfg", "-c"} and not multirun:
         _check_composed(cfg, overrides)

@@ -1,11 +1,15 @@
-"""One measured row per third-party env family: the command a user types, run as it is.
+"""The standard goal tasks by their own ids, each run as a user would type it: ``her-run env=gym env.id=ID``.
 
-    .venv/bin/python scripts/bench_families.py --rows point_maze panda_reach --json docs/bench/families.json
+    .venv/bin/python scripts/bench_families.py --tasks PandaPush-v3 --seeds 0 1 2 --json docs/bench/families_defaults.json
+    .venv/bin/python scripts/bench_families.py --tasks FetchSlide-v4 --cap 300000 --json ...   # stopped at 300,000
+    .venv/bin/python scripts/bench_families.py --record RUN_FOLDER --tasks PandaPush-v3 --seeds 0 --json ...
+    .venv/bin/python scripts/bench_families.py --page docs/env-families.md --png docs/assets/env_families.png
 
-Each row runs ``her-run`` in a fresh folder with the row's overrides (its id, by the family's own
-name; a budget; nothing else unless the row says so) and records the env steps, greedy success
-(last step and any step) at each evaluation, the wall time, and the CPU. Rows already in ``--json``
-are kept: a row of the same name and seed is replaced. Needs the robotics, panda and bench extras.
+Each run is ``her-run env=gym env.id=ID seed=S`` in a fresh folder (``--cap N`` adds ``budget.env_steps=N``:
+the same run, stopped there); its row (bench/families.py) is added to ``--json`` as soon as it ends, a row
+of the same task and seed replaced. ``--record`` makes the row of a run folder made by that command (a
+run stopped by hand ends at its last evaluation). ``--page`` regenerates the page's results section and
+curves from the JSON. Needs the robotics, panda and bench extras.
 """
 
 from __future__ import annotations
@@ -21,6 +25,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from bench.families import plot, replace_section, run_row  # noqa: E402
+
+DEFAULT_JSON = HERE.parent / "docs" / "bench" / "families_defaults.json"
 # SB3's bit-flipping env, registered from a user module as a user would (her-rl's own module is
 # not involved): n=15 bits, an episode of 15 steps.
 SB3_BITFLIP = '''import gymnasium as gym
@@ -28,15 +37,12 @@ gym.register(id="SB3BitFlip-v0", entry_point="stable_baselines3.common.envs:BitF
              kwargs={"n_bits": 15, "max_steps": 15}, max_episode_steps=15)
 '''
 
-ROWS = {
-    "point_maze": ("gymnasium-robotics", ["algo=her_sac", "env=gym", "env.id=PointMaze_UMaze-v3"], 100_000),
-    "ant_maze": ("gymnasium-robotics", ["algo=her_sac", "env=gym", "env.id=AntMaze_UMaze-v5"], 50_000),
-    "fetch_push": ("gymnasium-robotics", ["algo=her_sac", "env=gym", "env.id=FetchPush-v4"], 50_000),
-    "panda_reach": ("panda-gym", ["algo=her_sac", "env=gym", "env.id=PandaReach-v3"], 20_000),
-    "panda_push": ("panda-gym", ["algo=her_sac", "env=gym", "env.id=PandaPush-v3"], 50_000),
-    "sb3_bitflip": ("Stable-Baselines3 (a user module)",
-                    ["algo=her_dqn", "env=gym", "env.id=sb3_bitflip:SB3BitFlip-v0"], 100_000),
-}
+
+def family(task: str) -> str:
+    from her_rl.envs.families import family_of
+
+    found = family_of(task)
+    return found.name if found else "Stable-Baselines3 (a user module)" if task.startswith("sb3_") else "your own"
 
 
 def cpu() -> str:
@@ -49,53 +55,61 @@ def cpu() -> str:
     return platform.processor() or "unknown"
 
 
-def run_row(name: str, seed: int, budget: int | None, extra: list[str]) -> dict:
-    family, overrides, default_budget = ROWS[name]
-    budget = budget or default_budget
+def run_task(task: str, seed: int, cap: int | None, note: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "run"
         Path(tmp, "sb3_bitflip.py").write_text(SB3_BITFLIP)
-        args = [*overrides, f"seed={seed}", f"budget.env_steps={budget}", *extra]
-        command = ["her-run", *args]
+        args = ["env=gym", f"env.id={task}", f"seed={seed}", *([f"budget.env_steps={cap}"] if cap else []),
+                "progress=false", f"hydra.run.dir={folder}"]
         started = time.monotonic()
-        done = subprocess.run([str(Path(sys.executable).with_name("her-run")), *args, "progress=false",
-                               f"hydra.run.dir={folder}"], cwd=tmp, capture_output=True, text=True)
-        wall = time.monotonic() - started
+        done = subprocess.run([str(Path(sys.executable).with_name("her-run")), *args], cwd=tmp, capture_output=True,
+                              text=True)
         if done.returncode != 0:
-            raise SystemExit(f"{name}: her-run exited {done.returncode}: {done.stderr.strip()[-500:]}")
-        results = json.loads((folder / "results.json").read_text())
-        evals = []
-        for line in (folder / "metrics.jsonl").read_text().splitlines():
-            row = json.loads(line)
-            if "eval/success_rate" in row:
-                evals.append([row["step"], row["eval/success_rate"], row.get("eval/any_success_rate")])
-    return {"row": name, "family": family, "command": " ".join(command), "seed": seed, "budget": budget,
-            "env_steps": results["env_steps"], "success": results.get("eval_success_rate"),
-            "any_success": results.get("eval_any_success_rate"), "solved": results["solved"],
-            "solved_at_env_steps": results["solved_at_env_steps"], "train_wall_s": results["wall_time_s"],
-            "command_wall_s": round(wall, 1), "evals": evals, "cpu": cpu(), "stdout_tail": done.stdout.strip()[-200:]}
+            raise SystemExit(f"{task}: her-run exited {done.returncode}: {done.stderr.strip()[-500:]}")
+        row = run_row(task, family(task), seed, folder, cap=cap, cpu=cpu(), note=note)
+        row["command_wall_s"] = round(time.monotonic() - started, 1)
+        row["said"] = [line for line in done.stdout.splitlines() if line.startswith("her-run: ")]
+    return row
+
+
+def add(path: Path, row: dict) -> None:
+    """The row into ``path``, replacing one of the same task and seed (written atomically)."""
+    old = json.loads(path.read_text()) if path.exists() else {"rows": []}
+    rows = [r for r in old["rows"] if (r["task"], r["seed"]) != (row["task"], row["seed"])] + [row]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", nargs="+", choices=sorted(ROWS), default=sorted(ROWS))
+    parser.add_argument("--tasks", nargs="+", default=[], help="env ids (a user module's as module:Id)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
-    parser.add_argument("--budget", type=int, default=None, help="env steps (default: the row's)")
-    parser.add_argument("--json", type=Path, default=None, help="add the rows to this file")
+    parser.add_argument("--cap", type=int, default=None, help="stop each run at this many env steps")
+    parser.add_argument("--record", type=Path, default=None, help="the row of this run folder instead of a run")
+    parser.add_argument("--wall", type=float, default=None, help="with --record: the wall s of a run stopped by hand")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
     parser.add_argument("--note", default="", help="what else ran on the machine")
-    parser.add_argument("extra", nargs="*", help="more her-run overrides for every row")
+    parser.add_argument("--page", type=Path, default=None, help="regenerate this page's results section")
+    parser.add_argument("--png", default=None, help="with --page: the curves, written here and shown on the page")
     args = parser.parse_args(argv)
-    for name in args.rows:
+    if args.record:
+        row = run_row(args.tasks[0], family(args.tasks[0]), args.seeds[0], args.record, cap=args.cap, cpu=cpu(),
+                      note=args.note, wall_s=args.wall)
+        add(args.json, row)
+        print(json.dumps({k: v for k, v in row.items() if k != "evals"}), flush=True)
+    for task in [] if args.record else args.tasks:
         for seed in args.seeds:
-            row = run_row(name, seed, args.budget, args.extra)
-            row["note"] = args.note
+            row = run_task(task, seed, args.cap, args.note)
+            add(args.json, row)
             print(json.dumps({k: v for k, v in row.items() if k != "evals"}), flush=True)
-            if args.json:
-                old = json.loads(args.json.read_text()) if args.json.exists() else {"rows": []}
-                rows = [r for r in old["rows"] if (r["row"], r["seed"]) != (name, seed)] + [row]
-                tmp = args.json.with_suffix(".tmp")
-                tmp.write_text(json.dumps({"rows": rows}, indent=1) + "\n")
-                os.replace(tmp, args.json)
+    if args.page:
+        rows = json.loads(args.json.read_text())["rows"]
+        shown = None
+        if args.png:
+            plot(rows, args.png)
+            shown = os.path.relpath(args.png, args.page.parent)
+        args.page.write_text(replace_section(args.page.read_text(), rows, shown))
 
 
 if __name__ == "__main__":

@@ -4,18 +4,28 @@ Before Hydra composes, :func:`check_group_names` refuses an override that would 
 and an unknown algo, env or tuned name (sweeps included), listing the choices; :func:`hydra_message`
 turns an error Hydra or OmegaConf raised while composing into one line. :func:`compose` is the
 composition ``her-run``, ``her_rl.train`` and scripts share.
+
+:func:`choose` fills in what the command leaves to the env: a command that names no ``algo`` gets the
+learner its env's spaces call for (:func:`her_rl.config.registry.learner_for`), and an env of a
+third-party family (:func:`her_rl.envs.families.settings_names`) gets its measured tuned file whatever
+its group is called (``env=fetch_push`` as ``env=gym env.id=FetchPush-v4``), unless its group has one
+of its own. Both become plain overrides (``algo=her_crossq``, ``tuned=her_crossq_gym``) put before the
+command's, so the run folder, ``config.yaml`` and a sweep's jobs see them as if typed; a key the command
+sets still wins over the tuned file. An ``experiment``, ``load`` or ``resume=true`` is left alone.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from her_rl.config import schema
 from her_rl.config.overrides import check_overrides, sweep_values
-from her_rl.config.registry import algo_info, check_env_name
+from her_rl.config.registry import algo_info, check_env_name, learner_for
+from her_rl.envs.families import settings_names
 from her_rl.config.video import expand_overrides
 from her_rl.errors import ConfigError, one_line
 
@@ -23,16 +33,107 @@ _EXTRAS = {"hydra/launcher/ray": "ray", "hydra/launcher/joblib": "launchers", "h
            "hydra/launcher/submitit_local": "launchers", "hydra/launcher/submitit_slurm": "launchers"}
 
 
+TUNED = Path(__file__).parents[1] / "conf" / "tuned"
+
+
 def compose(overrides: list[str] | None = None, hydra: bool = False) -> DictConfig:
     """The config ``her-run`` would see for these overrides (``hydra``: with its ``hydra`` node, as the
-    command line's checks need it). An override that would make Hydra run code is refused first."""
+    command line's checks need it), with what :func:`choose` adds. An override that would make Hydra
+    run code is refused first."""
+    check_overrides(list(overrides or []))  # the command line's refusals, for Python callers too
+    return _compose(choose(list(overrides or [])).apply(list(overrides or [])), hydra)
+
+
+def _compose(overrides: list[str], hydra: bool = False) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
 
-    check_overrides(list(overrides or []))  # the command line's refusals, for Python callers too
     with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=expand_overrides(list(overrides or [])),
-                             return_hydra_config=hydra)
+        return hydra_compose(config_name="config", overrides=expand_overrides(overrides), return_hydra_config=hydra)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What :func:`choose` adds to a command, and the line that says so at the start of a run."""
+
+    added: tuple[str, ...] = ()
+    line: str | None = None
+
+    def apply(self, overrides: list[str]) -> list[str]:
+        return [*self.added, *overrides]
+
+
+def _given(overrides: list[str]) -> dict[str, str]:
+    """``{key: value}`` of the command's overrides (a deletion as ``~``; a sweep's values as written)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    given = {}
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        given[override.key_or_group] = "~" if override.is_delete() else str(override.value())
+    return given
+
+
+def tuned_file(algo: str, group: str, env_id: str) -> str | None:
+    """The tuned file a run takes when the command names none: the group's own (``<algo>_<group>``),
+    else, for an env of a family, its kind's or the ``gym`` file (:func:`settings_names`)."""
+    own = f"{algo}_{group}"
+    if (TUNED / f"{own}.yaml").is_file() and (group != "gym" or not settings_names(env_id)):
+        return own
+    return next((f"{algo}_{name}" for name in settings_names(env_id) if (TUNED / f"{algo}_{name}.yaml").is_file()),
+                None)
+
+
+def tuned_keys(name: str) -> dict[str, object]:
+    """The dotted keys a tuned file sets and their values (its ``@package`` line says where they go)."""
+    text = (TUNED / f"{name}.yaml").read_text()
+    package = re.search(r"^# @package (\S+)", text, re.M)
+    prefix = "" if package and package.group(1) == "_global_" else "algo."
+    flat: dict[str, object] = {}
+
+    def walk(node, at: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key != "defaults":
+                    walk(value, f"{at}{key}.")
+        else:
+            flat[at[:-1]] = node
+    walk(OmegaConf.to_container(OmegaConf.create(text)), prefix)
+    return flat
+
+
+def choose(overrides: list[str]) -> Choice:
+    """The learner and tuned file a command leaves to its env (see the module's docstring); the env is
+    built once to read its spaces (the config check reuses that probe). A config that cannot be
+    composed or resolved here adds nothing: the checks that follow tell what is wrong with it."""
+    from her_rl.config.checks import probe_env
+
+    given = _given(overrides)
+    if {"experiment", "load"} & set(given) or given.get("resume") == "True" or {"algo", "tuned"} <= set(given):
+        return Choice()
+    try:
+        cfg = _compose(list(overrides), hydra=True)
+        env = OmegaConf.to_container(cfg.env, resolve=True)
+        group, algo = cfg.hydra.runtime.choices.env, cfg.hydra.runtime.choices.algo
+        env_id = str(env["id"])
+    except Exception:  # noqa: BLE001  (Hydra's and OmegaConf's errors: told by the checks after this)
+        return Choice()
+    added, said, default = [], [], algo
+    if "algo" not in given:
+        algo, why = learner_for(probe_env(env))
+        if algo != default:
+            added.append(f"algo={algo}")
+        if algo != default or group == "gym":  # a built-in env with the default learner: nothing to say
+            said.append(f"algo={algo}, chosen for env {env_id}: {why} (algo= picks another)")
+    if "tuned" not in given:
+        tuned = tuned_file(algo, group, env_id)
+        if tuned is not None and tuned != f"{algo}_{group}":
+            added.append(f"tuned={tuned}")
+        if tuned is not None and (said or tuned != f"{algo}_{group}"):
+            keys = {k: v for k, v in tuned_keys(tuned).items() if k not in given}
+            shown = ", ".join(f"{k}={v}" for k, v in keys.items())
+            said.append(f"tuned file {tuned} sets {shown or 'nothing the command did not set'} "
+                        "(a key on the command line wins; ~tuned runs without the file)")
+    return Choice(tuple(added), "; ".join(said) or None)
 
 
 def _check_tuned_name(name: str) -> None:
@@ -98,4 +199,4 @@ def hydra_message(exc: BaseException, overrides: list[str]) -> str:
     return one_line(text.split("Config search path")[0])
 
 
-__all__ = ["check_group_names", "compose", "hydra_message"]
+__all__ = ["Choice", "check_group_names", "choose", "compose", "hydra_message", "tuned_file", "tuned_keys"]

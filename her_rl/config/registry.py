@@ -78,6 +78,22 @@ def action_kind(space: spaces.Space) -> str | None:
     return None
 
 
+CONTINUOUS_DEFAULT = "her_crossq"
+"""The learner a goal env with Box actions gets when the command names none: HER-CrossQ measured best
+of the continuous hindsight learners on the Fetch and panda-gym tasks (docs/env-families.md)."""
+
+
+def learner_for(env_spaces: EnvSpaces) -> tuple[str, str]:
+    """The algorithm an env gets when the command names none, and why, from its probed spaces: a goal
+    env with discrete actions HER-DQN, with Box actions :data:`CONTINUOUS_DEFAULT`, any other env PPO."""
+    kind = action_kind(env_spaces.action_space)
+    if env_spaces.goal_env and kind == "discrete":
+        return "her_dqn", "a goal env with discrete actions"
+    if env_spaces.goal_env and kind == "continuous":
+        return CONTINUOUS_DEFAULT, "a goal env with Box actions"
+    return "ppo", "not a goal env"
+
+
 def check_pairing(algo: str, env: str, env_id: str, env_spaces: EnvSpaces) -> None:
     """Refuse an algorithm on an env it cannot learn in, judged by the env's probed spaces."""
     info = algo_info(algo)

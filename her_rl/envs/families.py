@@ -58,6 +58,21 @@ FAMILIES: tuple[Family, ...] = (
 )
 
 
+SETTINGS: tuple[tuple[str, str], ...] = (("fetch", r"Fetch"), ("panda", r"Panda"), ("maze", r"PointMaze_|AntMaze_"),
+                                         ("hand", r"Hand"))
+"""Kinds of task within the families that may have measured settings of their own: a tuned file
+``conf/tuned/<algo>_<kind>.yaml`` (none is needed yet: ``<algo>_gym`` measured best on all of them)."""
+
+
+def settings_names(env_id: str) -> tuple[str, ...]:
+    """The tuned-file suffixes whose settings an env of a family takes, most specific first: its kind
+    of task (``fetch``, ``panda``, ``maze``, ``hand``), then ``gym``; none for an env of no family."""
+    if family_of(env_id) is None:
+        return ()
+    name = split_id(env_id)[1]
+    return (*(kind for kind, pattern in SETTINGS if re.match(pattern, name)), "gym")
+
+
 def split_id(env_id: str) -> tuple[str | None, str]:
     """``"pkg.mod:Name-v0"`` -> ``("pkg.mod", "Name-v0")``; a plain id has no module."""
     module, sep, name = str(env_id).rpartition(":")

@@ -19,7 +19,7 @@ import numpy as np
 from her_rl.folder import checkpoint
 from her_rl.agent import IterationResult
 from her_rl.envs import make_vec
-from her_rl.envs.time_limits import time_limit
+from her_rl.envs.time_limits import episode_cap, time_limit
 from her_rl.envs.custom import registered_id
 from her_rl.errors import EnvError, NonFiniteError
 from her_rl.run.evaluation import eval_seed, evaluate, success_rule_of, success_source
@@ -29,6 +29,7 @@ from her_rl.run.plan import Plan
 from her_rl.run.progress import Progress, job_label, warn
 from her_rl.run.results import results_of
 from her_rl.folder.state import RunState
+from her_rl.rl.goal import GOAL_KEYS
 from her_rl.rl.updates import slow_precision
 from her_rl.run.signals import StopSignals
 
@@ -91,6 +92,7 @@ class Trainer:
         self.success = success_rule_of(agent, config["env"])
         told = success_source(self.eval_envs, self.success, config["env"], self.goal_env)
         self.score = "success_rate" if told else "return"  # what the progress line shows
+        self._say_what_the_env_is()
         guard_cfg = config.get("guard") or {}
         self.guard = Guard(agent, keep_last_good=guard_cfg.get("nonfinite", "stop") == "skip")
         self.max_skips, self.skips_in_row = int(guard_cfg.get("max_skips", 10)), 0
@@ -108,6 +110,35 @@ class Trainer:
             self.logger.config(plan.yaml, state.env_steps)
         self.signals = StopSignals()
         self.start = self.last_ckpt = 0.0
+
+    def _say_what_the_env_is(self) -> None:
+        """One line each, at start, for what her-rl read from the env that changes what a run does: extra
+        observation keys the networks read, a dense goal reward, and a return threshold that the episode
+        cap puts out of reach (a run that could never be solved would spend its budget without a word)."""
+        env_id, space = self.config["env"]["id"], self.plan.spaces.observation_space
+        if self.goal_env:
+            extra = [key for key in getattr(space, "spaces", {}) if key not in GOAL_KEYS]
+            if extra:
+                print(f"env {env_id}: observation keys {', '.join(map(repr, extra))} beside the goal keys are network "
+                      "inputs (flattened after 'observation', in this order, and normalised with it); predict asks "
+                      "for them too", flush=True)
+            spec = getattr(self.agent, "spec", None)
+            if spec is not None and spec.reward_bounds is None and self.config["env"].get("reward_range") is None:
+                print(f"env {env_id}: its reward is dense (compute_reward gives more than two values): hindsight "
+                      "relabels that reward; success is still read from the step info", flush=True)
+        threshold, cap = self.config["eval"].get("return_threshold"), self._episode_steps()
+        if (not self.goal_env or self.score == "return") and threshold is not None and cap and threshold > cap:
+            warn(f"eval.return_threshold {threshold:g} is above the {cap:,} steps an episode of {env_id} may last: at "
+                 "up to one reward per step no run reaches it, so it trains to its budget (set eval.return_threshold "
+                 "or env.solved_return to what these episodes allow)")
+
+    def _episode_steps(self) -> int | None:
+        """How long an episode may last: env.max_episode_steps, else a limit the env's kwargs, wrappers or
+        registration set (the registered one replaced by either of the first two)."""
+        env_cfg = self.config["env"]
+        limit = time_limit(env_cfg, registered_id(env_cfg["id"]))
+        own = (env_cfg.get("kwargs") or {}).get("max_episode_steps")
+        return limit.limit or own or limit.inner or episode_cap(self.eval_envs)
 
     def _reconsider_solved(self) -> None:
         """A resumed run is judged by this command's ``eval`` table: with ``stop_when_solved=false``, or a
