@@ -169,7 +169,7 @@ class HindsightLearner(Learner):
     def act(self, observation: dict[str, np.ndarray], goal: np.ndarray | None = None, explore: bool = False) -> np.ndarray:
         """Env actions for a batch of goal-env observations (``goal`` replaces their desired goal)."""
         goal = observation["desired_goal"] if goal is None else goal
-        a = self.policy(self.inputs(observation["observation"], goal), explore)
+        a = self.policy(self.inputs.of(observation, goal), explore)  # extra observation keys included
         if not self.CONTINUOUS:
             return a
         return to_env_actions(a, self.action_space).reshape(len(a), *self.action_space.shape)

@@ -2,7 +2,8 @@
 
 * :func:`check_spaces` rejects, in one ConfigError line, spaces an on-policy learner cannot read or act in.
 * :class:`ObsProcessor` turns what a vector env returns into a flat float32 batch ``[N, D]``
-  (goal envs: ``observation`` and ``desired_goal`` concatenated; Discrete observations one-hot)
+  (goal envs: ``observation``, the extra keys beside the goal keys (her_rl.rl.goal's
+  :func:`~her_rl.rl.goal.flat_observation`) and ``desired_goal`` concatenated; Discrete observations one-hot)
   and optionally whitens it with running statistics (updated only while collecting, never in
   ``act``).
 * :class:`ActorNet` is the actor for a ``Discrete`` or ``Box`` action space, built from the shared
@@ -18,6 +19,7 @@ from gymnasium import spaces
 
 from her_rl.errors import ConfigError
 from her_rl.rl.actions import ContinuousAction, DiscreteAction
+from her_rl.rl.goal import extra_keys, flat_observation, flat_size
 from her_rl.rl.nets import mlp
 from her_rl.rl.normalize import RunningMeanStd
 
@@ -36,6 +38,7 @@ def check_spaces(algo: str, obs_space: spaces.Space, act_space: spaces.Space) ->
                 f"algo '{algo}' reads Dict observations only from goal envs (keys observation and "
                 f"desired_goal); got keys {sorted(obs_space.spaces)}"
             )
+        extra_keys(obs_space, f"algo '{algo}'")  # one line for a key it cannot flatten, before anything is built
     elif not isinstance(obs_space, (spaces.Box, spaces.Discrete, spaces.MultiBinary)):
         raise ConfigError(f"algo '{algo}' cannot read observations of space {obs_space}")
 
@@ -45,8 +48,10 @@ class ObsProcessor:
 
     def __init__(self, obs_space: spaces.Space, normalize: bool = False, clip: float = 10.0):
         self.space = obs_space
+        self.extra_keys = extra_keys(obs_space) if isinstance(obs_space, spaces.Dict) else ()
         if isinstance(obs_space, spaces.Dict):
-            self.dim = int(np.prod(obs_space["observation"].shape) + np.prod(obs_space["desired_goal"].shape))
+            self.dim = int(np.prod(obs_space["observation"].shape) + np.prod(obs_space["desired_goal"].shape)
+                           + sum(flat_size(obs_space[k]) for k in self.extra_keys))
         elif isinstance(obs_space, spaces.Discrete):
             self.dim = int(obs_space.n)
         else:
@@ -57,7 +62,7 @@ class ObsProcessor:
     def flat(self, obs) -> np.ndarray:
         """Flatten a batch of raw observations (no whitening)."""
         if isinstance(self.space, spaces.Dict):
-            o, g = np.asarray(obs["observation"]), np.asarray(obs["desired_goal"])
+            o, g = np.asarray(flat_observation(obs, self.extra_keys)), np.asarray(obs["desired_goal"])
             return np.concatenate([o.reshape(len(o), -1), g.reshape(len(g), -1)], axis=1).astype(np.float32)
         if isinstance(self.space, spaces.Discrete):
             idx = np.asarray(obs, dtype=np.int64).reshape(-1) - int(self.space.start)

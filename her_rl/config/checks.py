@@ -88,7 +88,7 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
     from her_rl.envs import make_vec
     from her_rl.envs.custom import registered_id
     from her_rl.envs.families import ensure_registered
-    from her_rl.rl.goal import ARRAY_SPACES, GOAL_KEYS, goal_carrier
+    from her_rl.rl.goal import ARRAY_SPACES, GOAL_KEYS, extra_keys, goal_carrier
 
     ensure_registered(env["id"], env.get("name"))  # Fetch ids: gymnasium-robotics registers them, or one line
     # Only registered ids, never an import here: a "module:Env-v0" id's module must already be imported.
@@ -104,6 +104,8 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
         goal = (isinstance(obs, spaces.Dict) and all(k in obs.spaces for k in GOAL_KEYS)
                 and all(isinstance(obs[k], ARRAY_SPACES) for k in GOAL_KEYS)  # FrankaKitchen's are dicts per task
                 and callable(getattr(goal_carrier(made), "compute_reward", None)))
+        if goal:
+            extra_keys(obs, f"env {env['id']}")  # a key the networks cannot read: one line before the run folder
         # The env's first reset and step, checked by her_rl.envs.checks: a fault is one line before
         # anything is written, not after the run folder is taken.
         made.reset(seed=0)

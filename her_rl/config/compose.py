@@ -112,14 +112,15 @@ def choose(overrides: list[str]) -> Choice:
         return Choice()
     try:
         cfg = _compose(list(overrides), hydra=True)
-        env = OmegaConf.to_container(cfg.env, resolve=True)
+        env = OmegaConf.to_container(cfg.env, resolve=True, throw_on_missing=True)
         group, algo = cfg.hydra.runtime.choices.env, cfg.hydra.runtime.choices.algo
         env_id = str(env["id"])
-    except Exception:  # noqa: BLE001  (Hydra's and OmegaConf's errors: told by the checks after this)
+        spaces = probe_env(env) if "algo" not in given else None
+    except Exception:  # noqa: BLE001  (Hydra's, OmegaConf's and the env's errors: told by the checks after this)
         return Choice()
     added, said, default = [], [], algo
-    if "algo" not in given:
-        algo, why = learner_for(probe_env(env))
+    if spaces is not None:
+        algo, why = learner_for(spaces)
         if algo != default:
             added.append(f"algo={algo}")
         if algo != default or group == "gym":  # a built-in env with the default learner: nothing to say

@@ -2,6 +2,9 @@
 
 * :func:`goal_env_spec` reads what a learner needs from a goal env (shapes, dtypes, action space,
   horizon, reward and termination rules), never from a list of known envs;
+* :func:`extra_keys` names a goal env's observation keys beside observation/achieved_goal/desired_goal
+  (a velocity, a step count); :func:`flat_observation` flattens them after ``observation`` into the one
+  observation vector the networks read, stored and normalised as ``observation`` alone is otherwise;
 * :class:`GoalInputs` turns (observation, goal) batches into network inputs: exact +-1 for bits,
   else the HER paper's running mean/std normalisation, clipped;
 * :func:`collect_episodes` plays one lock-step batch of episodes in a vector env (a HER cycle's
@@ -31,11 +34,13 @@ from her_rl.envs.families import split_id
 
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 ARRAY_SPACES = (spaces.Box, spaces.MultiBinary)  # what a goal (and the observation beside it) may be
+EXTRA_SPACES = (spaces.Box, spaces.MultiBinary, spaces.Discrete, spaces.MultiDiscrete)  # flattened to numbers
 
 
 @dataclass
 class GoalEnvSpec:
     obs_shape: tuple[int, ...]
+    """``observation``'s shape; with :attr:`extra_keys`, ``(D,)``: observation and extra keys flattened."""
     goal_shape: tuple[int, ...]
     obs_dtype: np.dtype
     goal_dtype: np.dtype
@@ -51,6 +56,35 @@ class GoalEnvSpec:
     (env.reward_range); None: not known (a dense reward), so TD targets are not bounded."""
     success: SuccessRule = SuccessRule()
     """How an episode's success is read (info key, else compute_reward at the goal)."""
+    extra_keys: tuple[str, ...] = ()
+    """The observation's keys beside GOAL_KEYS, flattened after ``observation`` (:func:`flat_observation`)."""
+
+
+def extra_keys(space: spaces.Dict, env: str = "the env") -> tuple[str, ...]:
+    """A goal env's observation keys other than GOAL_KEYS, in the space's own (sorted, fixed) order;
+    one that cannot be flattened to numbers is a one-line ConfigError naming ``env`` and the key."""
+    keys = tuple(k for k in space.spaces if k not in GOAL_KEYS)
+    for k in keys:
+        if not isinstance(space[k], EXTRA_SPACES):
+            raise ConfigError(f"{env}: observation key {k!r} is a {type(space[k]).__name__} space; observation keys "
+                              f"beside {', '.join(GOAL_KEYS)} must be Box, MultiBinary, Discrete or MultiDiscrete "
+                              "(they are flattened into the network input)")
+    return keys
+
+
+def flat_size(space: gym.Space) -> int:
+    """Numbers one observation of ``space`` flattens to (a Discrete: its integer value)."""
+    return 1 if isinstance(space, spaces.Discrete) else int(np.prod(space.shape))
+
+
+def flat_observation(obs: dict[str, Any], keys: tuple[str, ...], dtype=np.float32) -> np.ndarray:
+    """A batch's observation vector ``[B, D]`` in ``dtype``: ``observation`` flattened, then each of ``keys``.
+    No keys: ``obs["observation"]`` itself, as it is (an env without extra keys pays nothing)."""
+    if not keys:
+        return obs["observation"]
+    parts = [np.asarray(obs["observation"]), *(np.asarray(obs[k]) for k in keys)]
+    B = len(parts[0])
+    return np.concatenate([p.reshape(B, -1) for p in parts], axis=1).astype(dtype, copy=False)
 
 
 def goal_carrier(envs: gym.vector.VectorEnv) -> Any:
@@ -63,11 +97,15 @@ def goal_carrier(envs: gym.vector.VectorEnv) -> Any:
 
 def episode_horizon(envs: gym.vector.VectorEnv, env_cfg: dict[str, Any]) -> int | None:
     """The env's time limit: the shortest of its own ``max_episode_steps`` and a TimeLimit wrapper's
-    (``gymnasium.make`` turns a ``max_episode_steps`` kwarg into the wrapper), else the registered one."""
+    (``gymnasium.make`` turns a ``max_episode_steps`` kwarg into the wrapper; the entry point may wrap
+    one under others), else the registered one."""
+    from her_rl.envs.time_limits import first_copy, inner_limit
+
     limits = [getattr(envs, "max_episode_steps", None)]
     sub = getattr(envs, "envs", None)
     if sub:
         limits += [getattr(sub[0].unwrapped, "max_episode_steps", None), getattr(sub[0].spec, "max_episode_steps", None)]
+    limits.append(inner_limit(first_copy(envs)))  # a spec can miss it: a user's wrapper, a copy made without one
     limits = [int(x) for x in limits if x]
     if limits:
         return min(limits)
@@ -89,16 +127,19 @@ def goal_env_spec(envs: gym.vector.VectorEnv, env_cfg: dict[str, Any], algo: str
     if horizon is None:
         raise ConfigError(f"algo '{algo}' needs episodes of bounded length; {name} has no time limit "
                           f"(set env.kwargs.max_episode_steps)")
+    extra = extra_keys(space, f"env {name}")
     obs, goal = space["observation"], space["desired_goal"]
-    binary = isinstance(obs, spaces.MultiBinary) and isinstance(goal, spaces.MultiBinary)
+    binary = all(isinstance(space[k], spaces.MultiBinary) for k in (*GOAL_KEYS, *extra))
+    obs_shape = (flat_size(obs) + sum(flat_size(space[k]) for k in extra),) if extra else tuple(obs.shape)
     probe = probe_rewards(envs, env, goal, env_cfg)
     return GoalEnvSpec(
-        obs_shape=tuple(obs.shape), goal_shape=tuple(goal.shape),
+        obs_shape=obs_shape, goal_shape=tuple(goal.shape),
         obs_dtype=np.dtype(np.int8 if binary else np.float32), goal_dtype=np.dtype(np.int8 if binary else np.float32),
         binary=binary, action_space=envs.single_action_space, horizon=horizon,
         compute_reward=env.compute_reward, compute_terminated=getattr(env, "compute_terminated", None),
         reward_bounds=probe.bounds,
         success=SuccessRule(env_cfg.get("success_key"), probe.goal_reward, env.compute_reward),
+        extra_keys=extra,
     )
 
 
@@ -117,13 +158,15 @@ def probe_rewards(envs: gym.vector.VectorEnv, carrier: Any, goal_space: gym.Spac
 class GoalInputs:
     """Network inputs from (observation, goal): bits as +-1, anything else normalised with running
     statistics as in the HER paper: clip raw values to +-200, whiten with eps 0.01, clip to +-``clip``.
-    Statistics change only in :meth:`update` (after each collected batch), never while sampling."""
+    Statistics change only in :meth:`update` (after each collected batch), never while sampling.
+    The observation is the flattened one (extra keys included, :func:`flat_observation`)."""
 
     def __init__(self, spec: GoalEnvSpec, normalize: str | bool = "auto", clip: float = 5.0, device="cpu"):
         if normalize not in ("auto", True, False):
             raise ConfigError(f"algo.normalize must be auto, true or false, got {normalize!r}")
         self.running = (not spec.binary) if normalize == "auto" else bool(normalize)
         self.binary, self.clip, self.device = spec.binary, float(clip), torch.device(device)
+        self.extra_keys = spec.extra_keys
         self.obs_dim, self.goal_dim = int(np.prod(spec.obs_shape)), int(np.prod(spec.goal_shape))
         self.obs_rms = RunningMeanStd((self.obs_dim,))
         self.goal_rms = RunningMeanStd((self.goal_dim,))
@@ -159,6 +202,10 @@ class GoalInputs:
             return ((x.clamp(-200.0, 200.0) - self._mean) * self._inv_std).clamp(-self.clip, self.clip)
         return x * 2.0 - 1.0 if self.binary else x
 
+    def of(self, observation: dict[str, np.ndarray], goal: np.ndarray) -> torch.Tensor:
+        """Inputs for a batch of goal-env observations (a dict, extra keys included) and goals."""
+        return self(flat_observation(observation, self.extra_keys), goal)
+
     def state_dict(self) -> dict:
         return {"obs": self.obs_rms.state_dict(), "goal": self.goal_rms.state_dict()}
 
@@ -185,7 +232,7 @@ def collect_episodes(envs: gym.vector.VectorEnv, spec: GoalEnvSpec, act: Callabl
     ep_obs = np.zeros((B, T + 1, *spec.obs_shape), dtype=spec.obs_dtype)
     ep_ag = np.zeros((B, T + 1, *spec.goal_shape), dtype=spec.goal_dtype)
     ep_act = np.zeros((B, T, *spec.action_space.shape), dtype=spec.action_space.dtype)
-    ep_obs[:, 0], ep_ag[:, 0] = obs["observation"], obs["achieved_goal"]
+    ep_obs[:, 0], ep_ag[:, 0] = flat_observation(obs, spec.extra_keys), obs["achieved_goal"]
     goal = obs["desired_goal"].copy()
     length = np.full(B, T, dtype=np.int64)
     returns, tracker = np.zeros(B), EpisodeSuccess(spec.success, B)
@@ -195,7 +242,7 @@ def collect_episodes(envs: gym.vector.VectorEnv, spec: GoalEnvSpec, act: Callabl
         action = act(obs, goal)
         obs, reward, terminated, truncated, info = envs.step(action)
         ep_act[:, t] = action
-        ep_obs[:, t + 1], ep_ag[:, t + 1] = obs["observation"], obs["achieved_goal"]
+        ep_obs[:, t + 1], ep_ag[:, t + 1] = flat_observation(obs, spec.extra_keys), obs["achieved_goal"]
         returns[active] += np.asarray(reward)[active]
         tracker.step(info, obs, active)
         steps += int(active.sum())
