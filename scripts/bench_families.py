@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.page:
         rows = json.loads(args.json.read_text())["rows"]
         shown = None
-        if args.png:
+        if args.png and rows:
             plot(rows, args.png)
             shown = os.path.relpath(args.png, args.page.parent)
         args.page.write_text(replace_section(args.page.read_text(), rows, shown))
