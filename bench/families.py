@@ -73,7 +73,7 @@ def _success(values: Sequence[float]) -> str:
 
 def _ended(row: dict[str, Any]) -> str:
     if row["solved_at_env_steps"] is not None:
-        return f"{row['solved_at_env_steps']:,} (>= 0.9)"
+        return f"{row['solved_at_env_steps']:,} (solved)"
     if row["cap"] is not None:
         return f"{row['env_steps']:,} (stopped there)"
     return f"{row['env_steps']:,}"
@@ -143,18 +143,19 @@ def plot(rows: Sequence[dict[str, Any]], path: str | Path) -> None:
         with np.errstate(all="ignore"):
             live = ~np.isnan(values).all(axis=0)
             xs = np.array(steps)[live]
-            (line,) = ax.plot(xs, np.nanmedian(values[:, live], axis=0), linewidth=1.2)
+            (line,) = ax.plot(xs, np.nanmedian(values[:, live], axis=0), linewidth=1.2, marker="o", markersize=2.5)
             ax.fill_between(xs, np.nanmin(values[:, live], axis=0), np.nanmax(values[:, live], axis=0),
                             color=line.get_color(), alpha=0.25)
         ax.set_title(f"{task} (n={len(runs)})", fontsize=8)
         ax.set_ylim(-0.03, 1.03)
+        ax.set_xlim(left=0)
         ax.xaxis.set_major_formatter(lambda v, _: f"{v / 1000:g}k" if v else "0")
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
     fig.supxlabel("env steps", fontsize=8)
-    fig.supylabel("greedy success (50 episodes)", fontsize=8)
+    fig.supylabel("greedy success", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
