@@ -141,7 +141,7 @@ def test_a_continuous_action_learner_is_refused_on_a_discrete_goal_env(algo):
     with pytest.raises(ConfigError) as info:
         check_pairing(algo, "bitflip", "her_rl/BitFlip-v0", GOAL_DISCRETE)
     assert one_line(info) == (f"algo '{algo}' acts in continuous action spaces; 'bitflip' (her_rl/BitFlip-v0) has "
-                              "action space Discrete(4)")
+                              "action space Discrete(4) (algo=her_dqn fits it; with no algo= her-rl picks that)")
 
 
 @pytest.mark.parametrize("algo", HER_DISCRETE + HER_CONTINUOUS)
@@ -151,7 +151,7 @@ def test_a_her_learner_is_refused_on_a_non_goal_env(algo, env_spaces):
         check_pairing(algo, "cartpole", "CartPole-v1", env_spaces)
     message = one_line(info)
     assert message.startswith(f"algo '{algo}' needs a goal-conditioned env")
-    assert message.endswith("'cartpole' (CartPole-v1) has none")
+    assert message.endswith("'cartpole' (CartPole-v1) has none (algo=ppo fits it; with no algo= her-rl picks that)")
 
 
 @pytest.mark.parametrize("algo", sorted(ALGOS))

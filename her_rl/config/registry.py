@@ -97,16 +97,18 @@ def learner_for(env_spaces: EnvSpaces) -> tuple[str, str]:
 def check_pairing(algo: str, env: str, env_id: str, env_spaces: EnvSpaces) -> None:
     """Refuse an algorithm on an env it cannot learn in, judged by the env's probed spaces."""
     info = algo_info(algo)
+    kind, fits = action_kind(env_spaces.action_space), learner_for(env_spaces)[0]
+    fitting = kind in ALGOS[fits].action_spaces and (env_spaces.goal_env or not ALGOS[fits].needs_goal_env)
+    instead = f" (algo={fits} fits it; with no algo= her-rl picks that)" if fitting and fits != algo else ""
     if info.needs_goal_env and not env_spaces.goal_env:
         raise ConfigError(
             f"algo '{algo}' needs a goal-conditioned env (Dict observation whose observation, achieved_goal and "
-            f"desired_goal are arrays, and compute_reward); '{env}' ({env_id}) has none"
+            f"desired_goal are arrays, and compute_reward); '{env}' ({env_id}) has none{instead}"
         )
-    kind = action_kind(env_spaces.action_space)
     if kind not in info.action_spaces:
         raise ConfigError(
             f"algo '{algo}' acts in {' or '.join(info.action_spaces)} action spaces; '{env}' ({env_id}) has "
-            f"action space {env_spaces.action_space}"
+            f"action space {env_spaces.action_space}{instead}"
         )
 
 
