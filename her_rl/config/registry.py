@@ -80,7 +80,7 @@ def action_kind(space: spaces.Space) -> str | None:
 
 CONTINUOUS_DEFAULT = "her_crossq"
 """The learner a goal env with Box actions gets when the command names none: HER-CrossQ measured best
-of the continuous hindsight learners on the Fetch and panda-gym tasks (docs/env-families.md)."""
+of the continuous hindsight learners on FetchPush (docs/benchmarks/fetch.md)."""
 
 
 def learner_for(env_spaces: EnvSpaces) -> tuple[str, str]:
