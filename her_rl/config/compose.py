@@ -101,10 +101,25 @@ def tuned_keys(name: str) -> dict[str, object]:
     return flat
 
 
+_CHOSEN: dict[tuple[str, ...], Choice] = {}  # per process: a run composes its command once to choose, not per check
+
+
 def choose(overrides: list[str]) -> Choice:
     """The learner and tuned file a command leaves to its env (see the module's docstring); the env is
     built once to read its spaces (the config check reuses that probe). A config that cannot be
-    composed or resolved here adds nothing: the checks that follow tell what is wrong with it."""
+    composed or resolved here adds nothing: the checks that follow tell what is wrong with it. The
+    command with what was added is known to need nothing more, so composing it does not choose again."""
+    key = tuple(overrides)
+    if key not in _CHOSEN:
+        if len(_CHOSEN) >= 64:
+            _CHOSEN.clear()
+        choice = _CHOSEN[key] = _choose(overrides)
+        if choice.added:
+            _CHOSEN[tuple(choice.apply(overrides))] = Choice()
+    return _CHOSEN[key]
+
+
+def _choose(overrides: list[str]) -> Choice:
     from her_rl.config.checks import probe_env
 
     given = _given(overrides)
