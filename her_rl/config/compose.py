@@ -16,6 +16,8 @@ sets still wins over the tuned file. An ``experiment``, ``load`` or ``resume=tru
 
 from __future__ import annotations
 
+import copy
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,12 +46,18 @@ def compose(overrides: list[str] | None = None, hydra: bool = False) -> DictConf
     return _compose(choose(list(overrides or [])).apply(list(overrides or [])), hydra)
 
 
+_LAST: list = []  # (overrides, hydra, config) of the last composition: the choice's is the check's when it adds nothing
+
+
 def _compose(overrides: list[str], hydra: bool = False) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
 
-    with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=expand_overrides(overrides), return_hydra_config=hydra)
+    key = (tuple(expand_overrides(overrides)), hydra, os.getcwd())  # the hydra node holds the working folder
+    if not _LAST or _LAST[0] != key:
+        with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
+            _LAST[:] = key, hydra_compose(config_name="config", overrides=list(key[0]), return_hydra_config=hydra)
+    return copy.deepcopy(_LAST[1])
 
 
 @dataclass(frozen=True)
