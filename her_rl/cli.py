@@ -128,7 +128,7 @@ def _run_planned(plan) -> None:
     """Train a checked plan in this process (Hydra's launcher is for sweeps)."""
     from her_rl.run.runner import train
 
-    _STAGE.name, _STAGE.folder = "job", plan.out
+    _STAGE.name, _STAGE.folder, _STAGE.env_id = "job", plan.out, plan.config["env"].get("id")
     failures.clear(plan.out)  # a new attempt in this folder (it may have been a sweep's job)
     try:
         train(plan)

@@ -56,8 +56,17 @@ def test_user_goal_env_trains_with_her_dqn_and_resumes_by_folder(her_run, user_d
     assert first.returncode == 0, first.stderr
     saved = json.loads((user_dir / "grid" / "results.json").read_text())
     assert saved["env_id"] == "user_grid:GridGoal-v0" and saved["env_steps"] >= 800
-    again = _her_run(her_run, user_dir, "resume=true", "hydra.run.dir=grid", "budget.env_steps=4000")
+    (user_dir / "user_grid.py").write_text((user_dir / "user_grid.py").read_text()
+                                           + "\nopen('imported.txt', 'a').write('x')\n")
+    # the folder is data: its saved id imports nothing until the command names it, as the refusal says
+    refused = _her_run(her_run, user_dir, "resume=true", "hydra.run.dir=grid", "budget.env_steps=4000")
+    assert refused.returncode == 2 and not (user_dir / "imported.txt").exists()
+    assert refused.stderr.strip().splitlines()[-1].endswith(
+        "continue with her-run resume=true hydra.run.dir=grid env.id=user_grid:GridGoal-v0"), refused.stderr
+    again = _her_run(her_run, user_dir, "resume=true", "hydra.run.dir=grid", "env.id=user_grid:GridGoal-v0",
+                     "budget.env_steps=4000")
     assert again.returncode == 0, again.stderr
+    assert (user_dir / "imported.txt").read_text() == "x"
     resumed = json.loads((user_dir / "grid" / "results.json").read_text())
     assert resumed["env_steps"] > saved["env_steps"] and resumed["eval_success_rate"] >= 0.8
     history = [json.loads(line) for line in (user_dir / "grid" / "history.jsonl").read_text().splitlines()]

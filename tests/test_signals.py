@@ -2,11 +2,12 @@
 Stage.stopped_line says what a stop left on disk."""
 
 import signal
+from pathlib import Path
 
 import pytest
 
 from her_rl.folder import rundir
-from her_rl.run.signals import ABORTED, CAUGHT, Stage, StopSignals, Stopped, early_stops
+from her_rl.run.signals import ABORTED, CAUGHT, Stage, StopSignals, Stopped, early_stops, resume_command
 
 
 def _noted(signum, frame):  # a handler of the test's own, to see it handed back
@@ -134,6 +135,18 @@ def test_stopped_line_of_a_job_with_a_checkpoint(tmp_path):
     assert line == (f"stopped by signal 15; run folder {folder} keeps its last checkpoint: her-run resume=true "
                     f"hydra.run.dir={folder} continues it")
     assert (folder / rundir.CHECKPOINT).read_bytes() == b"saved"
+
+
+def test_the_continue_line_is_quoted_for_a_shell_and_names_a_user_modules_env(tmp_path):
+    assert resume_command(Path("runs/a b")) == "her-run resume=true 'hydra.run.dir=runs/a b'"
+    assert resume_command(Path("it's"), "FetchPush-v4") == """her-run resume=true 'hydra.run.dir=it'"'"'s'"""
+    assert resume_command(Path("r"), "my.envs:Grid-v0", "auto") == "her-run resume=auto hydra.run.dir=r env.id=my.envs:Grid-v0"
+    folder = tmp_path / "with space"
+    folder.mkdir()
+    (folder / rundir.CONFIG).write_text("seed: 0\n")
+    stage = _stage("job", folder)
+    stage.env_id = "mod:X-v0"
+    assert stage.stopped_line(2).endswith(f"her-run resume=auto 'hydra.run.dir={folder}' env.id=mod:X-v0 starts it again")
 
 
 def test_stopped_line_of_a_job_before_its_first_checkpoint(tmp_path):

@@ -2,9 +2,9 @@
 
 Importing ``some.module`` is what registers ``EnvName-v0`` (``gymnasium.register`` at import time).
 her-rl imports such a module at exactly one place, :func:`import_env_module`, and only for an id the
-user gave: on the command line (or in ``her_rl.train``'s overrides), or the saved id of a run the
-user resumes. A checkpoint or saved config opened any other way (``load=``, ``her_rl.load``) never
-imports a module: :func:`registered_id` refuses an id whose module is not imported yet, with one line
+user gave: on the command line (or in ``her_rl.train``'s overrides). A checkpoint or saved config
+(``resume=``, ``load=``, ``her_rl.load``) never imports a module: :func:`registered_id` refuses an id
+whose module is not imported yet, and a resume asks for the id on its command line, each in one line
 saying how to name it.
 """
 

@@ -10,6 +10,7 @@ then locks the folder for the run (a sweep's folder and launcher: :mod:`her_rl.r
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,8 +21,10 @@ from omegaconf import DictConfig, OmegaConf
 from her_rl.folder import checkpoint, rundir
 from her_rl.config import video
 from her_rl.run import requeue
+from her_rl.run.signals import resume_command
 from her_rl.config.checks import check, interpolations, resolved
-from her_rl.envs.custom import import_env_module, import_given
+from her_rl.envs.custom import import_given
+from her_rl.envs.families import split_id
 from her_rl.errors import ConfigError
 from her_rl.config.registry import EnvSpaces
 from her_rl.config.saved import check_saved, merge
@@ -149,7 +152,7 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
         if ckpt is None and current["resume"] == "auto" and (out / CONFIG).is_file():
             # killed before its first checkpoint: the folder's run keeps its identity (its saved config)
             saved_config = read_saved_config(out)
-            import_env_module(str(saved_config["env"].get("id") or ""))  # as a resume does: the run's own env module
+            _module_named(str(saved_config["env"].get("id") or ""), out, "auto")
             config, changes = merge(saved_config, current, overrides, verb="resume=auto",
                                     source="the run in that folder (stopped before its first checkpoint) has")
             return Plan(config, out, check(config), overrides, changes=changes, ckpt_stamp=None, lock=lock)
@@ -158,13 +161,22 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
                         fresh=fresh)
         saved = checkpoint.load(out / CHECKPOINT)
         check_saved(saved, out / CHECKPOINT)
-        import_env_module(saved["config"]["env"]["id"])  # the user resumes their own run: its env's module
+        _module_named(str(saved["config"]["env"]["id"]), out, "true")
         config, changes = merge(saved["config"], current, overrides)
         return Plan(config, out, check(config), overrides, saved, changes, ckpt, lock)
     except BaseException:
         if lock is not None:
             lock.release()
         raise
+
+
+def _module_named(env_id: str, out: Path, mode: str) -> None:
+    """A run folder is data: the module its saved ``env.id`` names is imported only where this command
+    names it too (:func:`import_given` did that), as ``load=`` asks."""
+    module = split_id(env_id)[0]
+    if module is not None and module not in sys.modules:
+        raise ConfigError(f"the run in {out} trains env.id '{env_id}', and her-rl imports a module only when the "
+                          f"command names it: continue with {resume_command(out, env_id, mode)}")
 
 
 __all__ = ["Plan", "given_overrides", "plan_run"]

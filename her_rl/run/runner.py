@@ -29,6 +29,7 @@ from her_rl.config.saved import describe
 from her_rl.rl.utils import set_seed
 from her_rl.folder.rundir import RESULTS
 from her_rl.folder.state import RunState
+from her_rl.run.signals import resume_command
 from her_rl.run.trainer import Trainer
 
 __all__ = ["main", "run", "train"]
@@ -78,10 +79,10 @@ def train(plan: Plan) -> dict[str, Any]:
         print(f"resume=auto: no checkpoint in {plan.out}; starting a new run")
     trainer = Trainer(plan, agent, state)
     saved_final = trainer.train()
-    trainer.signals.end_run(plan.out, state.env_steps, saved_final)  # after a signal: exits here
+    trainer.signals.end_run(plan.out, state.env_steps, saved_final, config["env"].get("id"))  # after a signal: exits here
     numbers = trainer.results()
     if not saved_final:  # results.json would name a checkpoint that is not on disk
-        kept = (f"the checkpoint at env step {trainer.saved_at:,} is kept (resume=true hydra.run.dir={plan.out} "
+        kept = (f"the checkpoint at env step {trainer.saved_at:,} is kept ({resume_command(plan.out, config['env'].get('id'))} "
                 "continues from it)" if trainer.saved_at is not None else "no checkpoint was written")
         raise OutputError(f"could not write the final checkpoint {plan.checkpoint}; {kept}; {RESULTS} was not "
                           f"written; the run's numbers: {json.dumps({k: v for k, v in numbers.items() if k != 'checkpoint'})}")

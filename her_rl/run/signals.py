@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 from her_rl.run import requeue
 from her_rl.folder import rundir
+from her_rl.envs.families import split_id
 
 ABORTED = "aborted by a second Ctrl-C; the run folder keeps its last complete checkpoint"
 CAUGHT = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
@@ -32,6 +34,15 @@ class Stopped(KeyboardInterrupt):
     def __init__(self, signum: int):
         super().__init__(f"stopped by signal {signum}")
         self.signum = signum
+
+
+def resume_command(folder: Path, env_id: object = None, mode: str = "true") -> str:
+    """The her-run line that continues the run in ``folder``, quoted for a shell; a run on an env of the
+    user's module names its id, since a resume imports only a module the command line names."""
+    words = ["her-run", f"resume={mode}", f"hydra.run.dir={folder}"]
+    if env_id is not None and split_id(str(env_id))[0] is not None:
+        words.append(f"env.id={env_id}")
+    return shlex.join(words)
 
 
 def exit_at_once() -> None:
@@ -73,7 +84,7 @@ class Stage:
     once known, ``sweep`` the sweep folder once a job of it started."""
 
     def __init__(self) -> None:
-        self.name, self.folder, self.sweep = "checks", None, None
+        self.name, self.folder, self.sweep, self.env_id = "checks", None, None, None
 
     def stopped_line(self, signum: int) -> str:
         """The line a :class:`Stopped` ends her-run with, true to what is on disk: a run folder the
@@ -97,10 +108,10 @@ class Stage:
         if not folder.exists():
             return f"{what} before training started; nothing was written"
         if (folder / rundir.CHECKPOINT).exists():
-            return f"{what}; run folder {folder} keeps its last checkpoint: her-run resume=true " \
-                   f"hydra.run.dir={folder} continues it"
-        return f"{what} before the run's first checkpoint; run folder {folder} holds none: her-run resume=auto " \
-               f"hydra.run.dir={folder} starts it again"
+            return f"{what}; run folder {folder} keeps its last checkpoint: {resume_command(folder, self.env_id)} " \
+                   "continues it"
+        return f"{what} before the run's first checkpoint; run folder {folder} holds none: " \
+               f"{resume_command(folder, self.env_id, 'auto')} starts it again"
 
 
 class StopSignals:
@@ -146,7 +157,7 @@ class StopSignals:
         self._previous.clear()
         self._restore_preemption()
 
-    def end_run(self, out: Path, env_steps: int, saved: bool) -> None:
+    def end_run(self, out: Path, env_steps: int, saved: bool, env_id: object = None) -> None:
         """After a signal stopped the run: requeue a preempted job, then exit 128 + the signal."""
         signum = self.signum
         if signum is None:
@@ -157,7 +168,7 @@ class StopSignals:
             requeue.hand_over(out, signum, env_steps)
         what = "checkpoint saved" if saved else "checkpoint NOT saved"
         print(f"stopped by signal {signum} at env step {env_steps:,} ({what}); "
-              f"continue with: her-run resume=true hydra.run.dir={out}", flush=True)
+              f"continue with: {resume_command(out, env_id)}", flush=True)
         raise SystemExit(128 + signum)
 
 

@@ -31,7 +31,7 @@ from her_rl.run.results import results_of
 from her_rl.folder.state import RunState
 from her_rl.rl.goal import GOAL_KEYS
 from her_rl.rl.updates import slow_precision
-from her_rl.run.signals import StopSignals
+from her_rl.run.signals import StopSignals, resume_command
 
 
 def eval_due(eval_cfg: dict[str, Any], iteration: int, step: int, steps_this_iteration: int) -> bool:
@@ -183,8 +183,8 @@ class Trainer:
     def _resumable(self) -> str:
         if self.saved_at is None:
             return "no checkpoint had been written yet"
-        return (f"its last checkpoint (env step {self.saved_at:,}) is kept: fix the env, then resume with "
-                f"resume=true hydra.run.dir={self.plan.out}")
+        return (f"its last checkpoint (env step {self.saved_at:,}) is kept: fix the env, then continue with "
+                f"{resume_command(self.plan.out, self.plan.config['env'].get('id'))}")
 
     def _stopping(self) -> bool:
         s = self.state
