@@ -195,3 +195,47 @@ def test_leftovers_and_damage_in_a_run_folder_still_resume(her_run, home):
         results = json.loads((run / "results.json").read_text())
         assert checkpoint.load(results["checkpoint"])["runner"]["env_steps"] == results["env_steps"]
     assert all(json.loads(line) for line in (run / "history.jsonl").read_text().splitlines())
+
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+ALIAS_BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+    f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+
+
+@pytest.mark.parametrize("name", ["results.json", "history.jsonl", "metrics.jsonl", "config.yaml"])
+def test_summary_of_files_nested_too_deep_or_full_of_aliases_is_one_line_each(home, capsys, name):
+    """A 1 KB config.yaml of nested anchors would expand to billions of nodes; JSON nested 100,000
+    deep is past Python's recursion limit: both are a damaged run, said in one line."""
+    run = home / "sweep" / "0"
+    shutil.copytree(home / "run", run)
+    if name == "config.yaml":
+        (run / name).write_text(ALIAS_BOMB)
+    elif name in ("results.json", "history.jsonl"):  # her-summary reads history.jsonl's first line
+        (run / name).write_text(DEEP_JSON + "\n")
+    else:  # a middle line
+        lines = (run / name).read_text().splitlines()
+        (run / name).write_text("\n".join([lines[0], DEEP_JSON, *lines[1:]]) + "\n")
+    code = summary_main([str(home / "sweep"), "--no-plots"])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "RecursionError" not in err
+    if name == "metrics.jsonl":  # the curves skip a bad middle line; the table still has the run
+        assert code == 0, err
+    else:
+        skipped = err.strip().splitlines()[0]
+        assert code == 2 and skipped.startswith("her-summary: warning: skipped ") and name in skipped, err
+        assert "nested too deeply" in skipped or "anchors or aliases" in skipped or "not a JSON object" in skipped, err
+
+
+@pytest.mark.parametrize("damage", ["alias bomb", "deep history"])
+def test_a_resume_of_a_folder_of_hostile_files_is_one_line_at_once(her_run, home, damage):
+    run = home / "run"
+    if damage == "alias bomb":  # before the first checkpoint: resume=auto reads the saved config.yaml
+        (run / "checkpoint.pt").unlink()
+        (run / "results.json").unlink()
+        (run / "config.yaml").write_text(ALIAS_BOMB)
+        args, says = ["resume=auto"], "uses YAML anchors or aliases"
+    else:
+        (run / "history.jsonl").write_text(DEEP_JSON + "\n" + (run / "history.jsonl").read_text())
+        args, says = ["resume=true"], "line 1 of its history.jsonl is not a JSON object"
+    p = _run(her_run, [*args, f"hydra.run.dir={run}", "progress=false"], home)
+    assert says in refused(p), p.stderr

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, one_line, printable
+from her_rl.folder.parse import json_value
 from her_rl.folder.rundir import FAILED
 _SLACK_S = 1.0  # file times come from a coarse kernel clock: a job's file may look a little older than the sweep
 # The sweep this process launched; "unrecorded": failed jobs of this process whose failed.json could not be written.
@@ -88,7 +89,7 @@ def job_failed(out: Path, exc: BaseException, overrides: list[str]) -> None:
 def read(path: Path) -> dict[str, Any]:
     """A ``failed.json``: ValueError (one line) when it is not an object with an ``error`` line."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_value(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"{FAILED} cannot be read ({one_line(getattr(exc, 'strerror', None) or exc)})") from None
     if not isinstance(data, dict) or not isinstance(data.get("error"), str):

@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from her_rl.folder.parse import json_value
+
 METRICS = "metrics.jsonl"
 WALL_CLOCK_TAGS = ("charts/SPS",)
 """Tags that time the run: they differ between a resumed run and one that never stopped."""
@@ -101,7 +103,7 @@ def _lines(path: Path, skip_bad: list[int] | None = None) -> list[tuple[str, dic
     for number, data in enumerate(raw, 1):
         try:
             text = data.decode("utf-8")  # decoded line by line: a bad byte damages one line, not the file
-            line = json.loads(text)
+            line = json_value(text)
             if not isinstance(line, dict) or type(line.get("step")) is not int:
                 raise ValueError
         except ValueError:  # UnicodeDecodeError is one

@@ -11,6 +11,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from her_rl.errors import ConfigError, one_line
+from her_rl.folder.parse import YAML_MAX_CHARS, yaml_checked
 from her_rl.folder.rundir import CONFIG
 
 
@@ -26,7 +27,11 @@ def stamp(path: Path) -> tuple[int, int] | None:
 def read_saved_config(out: Path) -> dict[str, Any]:
     """The ``config.yaml`` of a run that stopped before its first checkpoint; one line if unreadable."""
     try:
-        saved = OmegaConf.to_container(OmegaConf.load(out / CONFIG), resolve=False)
+        with open(out / CONFIG, "rb") as f:
+            data = f.read(YAML_MAX_CHARS + 1)  # no more than the limit is read
+        if len(data) > YAML_MAX_CHARS:
+            raise ValueError(f"more than {YAML_MAX_CHARS:,} bytes, larger than any her-rl config")
+        saved = OmegaConf.to_container(OmegaConf.create(yaml_checked(data.decode("utf-8"))), resolve=False)
     except Exception as exc:  # noqa: BLE001  (unreadable, not YAML, not UTF-8)
         raise ConfigError(f"resume=auto: cannot read {out / CONFIG} ({one_line(exc)[:200]}); move it away to start "
                           "a new run there") from None

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from her_rl.errors import ConfigError
+from her_rl.folder.parse import json_value
 
 # What a run folder holds (besides tb/ and, after load=, eval.json or videos/).
 CHECKPOINT = "checkpoint.pt"
@@ -139,7 +140,7 @@ def check_run_files(folder: Path) -> None:
     for number, line in enumerate(lines, 1):
         torn = number == len(lines)  # after the last newline: a line a killed write left unfinished
         try:
-            ok = isinstance(json.loads(line), dict) if line.strip() else True
+            ok = isinstance(json_value(line), dict) if line.strip() else True
         except ValueError:
             ok = torn
         if not ok:

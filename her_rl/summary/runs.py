@@ -21,6 +21,7 @@ from typing import Any
 from her_rl.config import bookkeeping
 from her_rl.folder.failures import FAILED
 from her_rl.folder.failures import read as read_failure
+from her_rl.folder.parse import json_value, yaml_value
 
 # results.json keys the summary uses, with the types a real run writes (None: not evaluated / not solved).
 NUMBER_KEYS = ("eval_success_rate", "eval_return", "solved_at_env_steps", "wall_time_s", "env_steps")
@@ -70,9 +71,11 @@ def _json(path: Path, text: str, what: str) -> Any:
     if not text.strip():
         raise BadRun(f"{what} is empty")
     try:
-        return json.loads(text)
-    except ValueError as exc:
+        return json_value(text)
+    except json.JSONDecodeError as exc:
         raise BadRun(f"{what} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except ValueError as exc:
+        raise BadRun(f"{what} is not readable JSON ({exc})") from None
 
 
 def _overrides(folder: Path) -> list[str]:
@@ -131,9 +134,11 @@ def _check_config(folder: Path) -> None:
     if not path.exists():
         return
     try:
-        config = yaml.load(_read_text(path), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # C: many folders
+        config = yaml_value(_read_text(path))
     except yaml.YAMLError:
         raise BadRun("config.yaml is not valid YAML") from None
+    except ValueError as exc:
+        raise BadRun(f"config.yaml cannot be read: {exc}") from None
     if config is None:
         raise BadRun("config.yaml is empty")
     if not isinstance(config, dict):
