@@ -202,9 +202,11 @@ def _main() -> None:
         _fail(exc)
     argv = sys.argv[1:]
     if any(a.startswith("-") and a not in _RUN_FLAGS for a in argv):
-        _checked(lambda: _check_shown(argv), _shown_overrides(argv))
+        cfg = _checked(lambda: _check_shown(argv), _shown_overrides(argv))
         if set(argv) & set(_HELP_FLAGS):
             _help()
+        elif cfg is not None and _checked(lambda: _show_resolved(cfg, argv), _shown_overrides(argv)):
+            return
         else:
             _hydra_main()  # --cfg job, --info, ...: Hydra's business, nothing is run
         return
@@ -266,7 +268,7 @@ def _shown_overrides(argv: list[str]) -> list[str]:
     return [a for i, a in enumerate(argv) if not a.startswith("-") and not (i and argv[i - 1] in with_value)]
 
 
-def _check_shown(argv: list[str]) -> None:
+def _check_shown(argv: list[str]) -> DictConfig | None:
     """What Hydra is to show (``--help``, ``--cfg``, ``--info``) composes, so a bad override is one line
     rather than Hydra's report; ``--cfg job n=abc`` shows a config only if ``her-run n=abc`` would
     accept it."""
@@ -281,6 +283,34 @@ def _check_shown(argv: list[str]) -> None:
     cfg = compose(hydra=True, overrides=sweep_variants(overrides)[0] if multirun else overrides)
     if set(argv) & {"--cfg", "-c"} and not multirun:
         _check_composed(cfg, overrides)
+    return cfg
+
+
+def _flag_value(argv: list[str], *names: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg in names and i + 1 < len(argv):
+            return argv[i + 1]
+        if any(arg.startswith(f"{name}=") for name in names):
+            return arg.partition("=")[2]
+    return None
+
+
+def _show_resolved(cfg: DictConfig, argv: list[str]) -> bool:
+    """``--cfg KIND --resolve [--package P]``, shown by her-run: the whole config is resolved as a run
+    resolves it, then the part asked for is shown (Hydra resolves the part alone, and fails on a key
+    outside it or on a resolver's list)."""
+    kind, package = _flag_value(argv, "--cfg", "-c"), _flag_value(argv, "--package", "-p")
+    if kind not in ("job", "hydra", "all") or "--resolve" not in argv or set(argv) & set(_RUN_FLAGS):
+        return False
+    node = OmegaConf.to_container(cfg, resolve=True)
+    node = {k: v for k, v in node.items() if (k == "hydra") == (kind == "hydra")} if kind != "all" else node
+    for key in [] if package in (None, "_global_") else package.split("."):
+        if not isinstance(node, dict) or key not in node:
+            raise ConfigError(f"package '{package}' not found in the {kind} config (--cfg {kind})")
+        node = node[key]
+    text = OmegaConf.to_yaml(node) if isinstance(node, (dict, list)) else f"{node}\n"
+    print(f"# @package {package}\n{text}" if package else text, end="")
+    return True
 
 
 def main() -> None:

@@ -85,6 +85,18 @@ REFUSED = [
     ("ANSI in a value", ["n=\x1b[31mred", "hydra.run.dir={home}/new"], "\\x1b"),
     ("code from an override", ["+hydra.callbacks.x._target_=builtins.open", "hydra.run.dir={home}/new"],
      "hydra.callbacks"),
+] + [(f"sweep {setting}", ["-m", *SMALL, "seed=0,1", *setting.split(), "hydra.sweep.dir={home}/sweep"], says)
+     for setting, says in [
+         ("hydra/launcher=joblib hydra.launcher.n_jobs=0", "hydra.launcher.n_jobs must be a non-zero integer"),
+         ("hydra/launcher=joblib hydra.launcher.prefer=nope", "hydra.launcher.prefer must be null or one of"),
+         ("hydra/launcher=joblib hydra.launcher.backend=nope", "hydra.launcher.backend must be null or one of"),
+         ("hydra/launcher=joblib hydra.launcher.timeout=0.001", "budget.wall_time_s=SECONDS ends each job"),
+         ("hydra.sweeper.max_batch_size=0", "hydra.sweeper.max_batch_size must be null or an integer >= 1"),
+         ("hydra/sweeper=optuna hydra.sweeper.n_trials=0", "hydra.sweeper.n_trials must be an integer >= 1"),
+         ("hydra/sweeper=optuna hydra.sweeper.n_jobs=0", "hydra.sweeper.n_jobs must be an integer >= 1"),
+         ("hydra/sweeper=optuna hydra.sweeper.max_failure_rate=7", "max_failure_rate must be a number in [0, 1]"),
+         ("hydra/launcher=submitit_local hydra.launcher.timeout_min=0", "timeout_min must be an integer >= 1"),
+     ]
 ] + [(f"~{key}", [*SMALL, f"~{key}", "hydra.run.dir={home}/new"], "required")
      for key in ("threads", "budget", "eval.episodes", "device", "checkpoint.every_s", "seed", "algo", "env")]
 

@@ -151,3 +151,22 @@ def test_cfg_shows_only_a_config_the_run_would_accept(her_run, tmp_path):
     assert bad.stderr.strip().splitlines() == ["her-run: error: n='abc' is not allowed: n must be an integer in [1, 4096]"]
     good = forked.run([her_run, "--cfg", "job", "n=5"], cwd=tmp_path, text=True, timeout=120)
     assert good.returncode == 0 and "\n'n': 5\n" in good.stdout
+
+
+@pytest.mark.parametrize("args, shown", [
+    (["--cfg", "job", "--resolve"], "\n'n': 15\n"),  # the bit-flip learning rate: a resolver that reads n
+    (["--cfg", "job", "--resolve", "--package", "algo", "n=100"], "# @package algo\nname: her_dqn\n"),
+    (["--cfg=job", "--resolve", "--package=algo.lr", "n=100"], "# @package algo.lr\n0.001\n"),
+    (["--cfg", "all", "--resolve", "-p", "env.kwargs"], "# @package env.kwargs\n'n': 15\n"),
+    (["--cfg", "hydra", "--resolve", "-p", "hydra.launcher"], "# @package hydra.launcher\n_target_: hydra._internal"),
+])
+def test_cfg_resolve_shows_any_package_of_the_resolved_config(her_run_here, tmp_path, args, shown):
+    p = her_run_here(args, tmp_path)
+    assert p.returncode == 0 and p.stderr == "" and shown in p.stdout, p
+    assert "???" not in p.stdout.split("hydra:")[0]
+
+
+def test_cfg_resolve_of_a_package_that_is_not_there_is_one_line(her_run_here, tmp_path):
+    p = her_run_here(["--cfg", "job", "--resolve", "--package", "hydra"], tmp_path)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == ["her-run: error: package 'hydra' not found in the job config (--cfg job)"]

@@ -19,7 +19,7 @@ HYDRA_GROUPS = ("hydra/launcher", "hydra/sweeper", "hydra/sweeper/sampler", "hyd
 HYDRA_DIRS = ("run.dir", "sweep.dir", "sweep.subdir")
 HYDRA_SETTINGS = {
     "": ("verbose",),
-    "launcher.": ("n_jobs", "backend", "prefer", "verbose", "timeout", "pre_dispatch", "batch_size",  # joblib
+    "launcher.": ("n_jobs", "backend", "prefer", "verbose", "pre_dispatch", "batch_size",  # joblib
                   "timeout_min", "cpus_per_task", "gpus_per_node", "tasks_per_node", "mem_gb", "nodes",  # submitit
                   "name", "stderr_to_stdout", "partition", "qos", "comment", "constraint", "exclude", "gres",
                   "cpus_per_gpu", "gpus_per_task", "mem_per_gpu", "mem_per_cpu", "account", "signal_delay_s",
@@ -53,6 +53,9 @@ def _check_key(key: str, package: str | None, line: str, value: str) -> None:
     sub = key[len("hydra."):]
     if sub.startswith(_PARAMS) and len(sub) > len(_PARAMS):
         return _check_key(sub[len(_PARAMS):], None, line, value)
+    if sub == "launcher.timeout":
+        raise ConfigError(f"{line!r} is not accepted: joblib's timeout ends the whole sweep with its first job past "
+                          "it; budget.wall_time_s=SECONDS ends each job at that time, with its checkpoint and results")
     if sub not in _ALLOWED:
         raise ConfigError(f"{line!r} is not accepted: of Hydra's settings a command may change hydra.run.dir, "
                           "hydra.sweep.dir, hydra.sweep.subdir and the documented launcher and sweeper settings "

@@ -13,13 +13,31 @@ from omegaconf import DictConfig, OmegaConf
 
 from her_rl.errors import ConfigError, one_line
 from her_rl.folder import rundir
-from her_rl.rules import check_path
+from her_rl.rules import COUNT, SEED, Rule, check_path, choice, integer, optional, real
 
 MULTIRUN_CHECKS = 64  # at most this many sweep variants are composed and checked up front
 # the package each launcher plugin imports when it starts
 LAUNCHER_PACKAGES = {"JoblibLauncher": "joblib", "SlurmLauncher": "submitit", "LocalLauncher": "submitit",
                      "RayLauncher": "ray"}
 _DIRECTION = "hydra.sweeper.direction"
+_SUBMITIT = {"timeout_min": COUNT, "cpus_per_task": optional(COUNT), "gpus_per_node": optional(integer(0)),
+             "tasks_per_node": COUNT, "mem_gb": optional(real(0, lo_open=True)), "nodes": COUNT,
+             "max_num_timeout": integer(0), "array_parallelism": COUNT, "signal_delay_s": integer(0)}
+# what her-run passes on to each plugin, checked so that a bad value is one line before the sweep starts
+SETTING_RULES: dict[str, dict[str, Rule]] = {
+    "JoblibLauncher": {
+        "n_jobs": Rule("a non-zero integer (-1: every core)", lambda v: isinstance(v, int) and not isinstance(v, bool)
+                       and v != 0),
+        "backend": optional(choice("loky", "multiprocessing", "threading", "sequential")),
+        "prefer": optional(choice("processes", "threads")), "verbose": integer(0),
+        "batch_size": Rule("auto or an integer >= 1", lambda v: v == "auto" or COUNT.ok(v))},
+    "SlurmLauncher": _SUBMITIT, "LocalLauncher": _SUBMITIT,
+    "RayLauncher": {"ray.init.num_cpus": optional(COUNT), "ray.init.num_gpus": optional(integer(0)),
+                    "ray.remote.num_cpus": optional(real(0, lo_open=True)), "ray.remote.num_gpus": optional(real(0))},
+    "BasicSweeper": {"max_batch_size": optional(COUNT)},
+    "OptunaSweeper": {"n_trials": COUNT, "n_jobs": COUNT, "max_failure_rate": real(0, 1),
+                      "sampler.seed": optional(SEED), "sampler.n_startup_trials": integer(0)},
+}
 
 
 def check_sweep(cfg: DictConfig) -> None:
@@ -29,6 +47,7 @@ def check_sweep(cfg: DictConfig) -> None:
     check_path("hydra.sweep.dir", sweep)
     rundir.folder_path(OmegaConf.to_container(cfg.hydra.sweep)["subdir"], "hydra.sweep.subdir")  # raw: job-time value
     rundir.check_folder(sweep, "sweep folder", rundir.is_sweep_folder)
+    check_settings(cfg)
     name, target = cfg.hydra.runtime.choices.get("hydra/launcher"), str(cfg.hydra.launcher.get("_target_", ""))
     package = LAUNCHER_PACKAGES.get(target.rsplit(".", 1)[-1])
     try:
@@ -41,6 +60,15 @@ def check_sweep(cfg: DictConfig) -> None:
         raise ConfigError(f"hydra/launcher={name} needs SLURM, but this machine has no {' or '.join(missing)} "
                           "command: start the sweep on a SLURM login node, or use hydra/launcher=submitit_local "
                           "or joblib here")
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """The launcher's and the sweeper's settings that :data:`SETTING_RULES` knows, one line for a bad one."""
+    for part in ("launcher", "sweeper"):
+        node = cfg.hydra[part]
+        for key, rule in SETTING_RULES.get(str(node.get("_target_", "")).rsplit(".", 1)[-1], {}).items():
+            value = OmegaConf.select(node, key, default=None)
+            rule.check(f"hydra.{part}.{key}", value)
 
 
 def sweep_variants(overrides: list[str]) -> list[list[str]]:
@@ -96,4 +124,4 @@ def optuna_settings(argv: list[str]) -> list[str]:
     return [*argv[:at], *added, *argv[at:]]  # next to the sweeper's override: after a flag's value it would not parse
 
 
-__all__ = ["check_sweep", "objective", "optuna_settings", "sweep_variants"]
+__all__ = ["SETTING_RULES", "check_settings", "check_sweep", "objective", "optuna_settings", "sweep_variants"]
