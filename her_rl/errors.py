@@ -6,6 +6,7 @@ written; the other two end a run that had started.
 
 from __future__ import annotations
 
+import signal
 import unicodedata
 from typing import Any
 
@@ -67,4 +68,20 @@ class EnvError(RuntimeError):
             self.exit_code = exit_code
 
 
-__all__ = ["CheckpointError", "ConfigError", "EnvError", "NonFiniteError", "OutputError", "one_line", "printable"]
+class Interrupt(KeyboardInterrupt):
+    """A stop her-rl raises itself on a signal (a Ctrl-C, SIGTERM): told apart from a KeyboardInterrupt
+    an env raises, which is the env's fault."""
+
+
+def raised_by_code(exc: BaseException) -> bool:
+    """Whether ``exc``, caught around a call into an env or other foreign code, came from that code:
+    anything but her-rl's own :class:`Interrupt` and a Ctrl-C under Python's own SIGINT handler."""
+    if isinstance(exc, Interrupt) or isinstance(exc, GeneratorExit):
+        return False
+    if isinstance(exc, KeyboardInterrupt):
+        return signal.getsignal(signal.SIGINT) is not signal.default_int_handler  # her-rl's handler: not a Ctrl-C
+    return True
+
+
+__all__ = ["CheckpointError", "ConfigError", "EnvError", "Interrupt", "NonFiniteError", "OutputError", "one_line",
+           "printable", "raised_by_code"]

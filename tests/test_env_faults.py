@@ -8,6 +8,7 @@ call ``her_rl.train`` in this process, which raises the same EnvError.
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -73,6 +74,25 @@ USER_ENVS = textwrap.dedent('''
             if STEPS[0] > int(os.environ.get("FAULT_AFTER", 10**9)):
                 raise RuntimeError("the simulator crashed")
             return super().step(action)
+
+
+    class CtorExits(SteadyLine):
+        def __init__(self):
+            raise SystemExit(0)
+
+
+    class StepExits(SteadyLine):  # sys.exit(3) at once, or sys.exit(0) after FAULT_AFTER steps of this process
+        def step(self, action):
+            STEPS[0] += 1
+            after = os.environ.get("FAULT_AFTER")
+            if after is None or STEPS[0] > int(after):
+                raise SystemExit(0 if after else 3)
+            return super().step(action)
+
+
+    class StepInterrupts(SteadyLine):
+        def step(self, action):
+            raise KeyboardInterrupt
 
 
     class CloseRaises(SteadyLine):
@@ -158,7 +178,8 @@ USER_ENVS = textwrap.dedent('''
             return super().reset(seed=seed)[0]["observation"], {}
 
 
-    for cls in (SteadyLine, CtorRaises, ResetRaises, StepRaises, StepRaisesLater, CloseRaises, WrongShape, Strings,
+    for cls in (SteadyLine, CtorRaises, ResetRaises, StepRaises, StepRaisesLater, CtorExits, StepExits, StepInterrupts,
+                CloseRaises, WrongShape, Strings,
                 RewardNone, NotBool, OldStep, ObsOnly, SteadyGoal, ScalarReward, RewardRaises, FlatReset):
         gym.register(id=f"{cls.__name__}-v0", entry_point=cls, max_episode_steps=8)
     gym.register(id="EndlessLine-v0", entry_point=EndlessLine)
@@ -178,6 +199,11 @@ CLI = {  # name: (env class, arguments, extra environment, exit status, what the
     "mid_training": ("StepRaisesLater", LATER, {"FAULT_AFTER": "600"}, 4,
                      "step raised RuntimeError: the simulator crashed (faulty_envs.py:"),
     "endless": ("EndlessLine", PPO, {}, 0, None),
+    # what an env does is the env's fault, an exit or a Ctrl-C it raises itself included
+    "constructor_exits": ("CtorExits", PPO, {}, 2, "the constructor raised SystemExit: 0 (faulty_envs.py:"),
+    "step_exits_3": ("StepExits", PPO, {}, 2, "step raised SystemExit: 3 (faulty_envs.py:"),
+    "step_interrupts": ("StepInterrupts", PPO, {}, 2, "step raised KeyboardInterrupt (faulty_envs.py:"),
+    "exits_mid_training": ("StepExits", LATER, {"FAULT_AFTER": "600"}, 4, "step raised SystemExit: 0 (faulty_envs.py:"),
 }
 TIMEOUT_S = 240
 
@@ -222,7 +248,7 @@ def test_an_env_fault_is_one_line_from_the_cli(cli_runs, user_dir, name):
     errors = [line for line in done.stderr.splitlines() if line.startswith("her-run: error: env")]
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
     assert errors[0].startswith(f"her-run: error: env faulty_envs:{env}-v0: {message}"), errors[0]
-    if name in ("constructor", "close", "scalar_reward"):  # refused before the run folder is made
+    if name in ("constructor", "constructor_exits", "close", "scalar_reward"):  # refused before the run folder is made
         assert not (user_dir / name).exists()
 
 
@@ -232,7 +258,9 @@ def test_a_fault_during_training_keeps_the_last_checkpoint_and_resumes(cli_runs,
     assert not (folder / "results.json").exists() and not list(folder.glob("*.tmp"))  # nothing half-written
     saved = checkpoint.load(folder / "checkpoint.pt")["runner"]["env_steps"]
     assert 0 < saved <= 600
-    again = subprocess.run([her_run, "resume=true", f"hydra.run.dir={folder}", "progress=false"], cwd=user_dir,
+    command = shlex.split(line.strip().splitlines()[-1].split("continue with ")[1])  # the line's own command
+    assert command[:2] == ["her-run", "resume=true"] and "env.id=faulty_envs:StepRaisesLater-v0" in command
+    again = subprocess.run([her_run, *command[1:], "progress=false"], cwd=user_dir,
                            capture_output=True, text=True, timeout=TIMEOUT_S)
     assert again.returncode == 0, again.stderr
     assert json.loads((folder / "results.json").read_text())["env_steps"] >= 2000

@@ -116,9 +116,10 @@ def test_a_signal_before_the_first_checkpoint_names_the_folder_and_how_to_start_
     assert proc.returncode == 143
     run = user_dir / "run"  # named as the command gave it (hydra.run.dir=run), so the line's command works here
     _one_line(err, "her-run: stopped by signal 15 before the run's first checkpoint; run folder run holds none: "
-                   "her-run resume=auto hydra.run.dir=run starts it again")
+                   "her-run resume=auto hydra.run.dir=run env.id=pausing:Steady-v0 starts it again")
     assert (run / "config.yaml").is_file() and not (run / "checkpoint.pt").exists()
-    again = forked.run([her_run, "resume=auto", "hydra.run.dir=run", "progress=false"], cwd=user_dir,
+    again = forked.run([her_run, "resume=auto", "hydra.run.dir=run", "env.id=pausing:Steady-v0", "progress=false"],
+                       cwd=user_dir,
                        env=_env(user_dir, ""), text=True, timeout=180)  # the command the line gives
     assert again.returncode == 0, again.stderr
     assert (run / "checkpoint.pt").is_file()

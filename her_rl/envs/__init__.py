@@ -22,7 +22,7 @@ from her_rl.envs.families import ensure_registered
 from her_rl.envs.fetch import GoalVectorEnv, NoBlockToHold, cache_joint_lookups, start_in_gripper
 from her_rl.envs.push import PushEnv, PushVectorEnv
 from her_rl.envs.table_settings import check_table_kwargs
-from her_rl.errors import ConfigError
+from her_rl.errors import ConfigError, raised_by_code
 
 _OURS = {
     "her_rl/BitFlip-v0": "her_rl.envs.bitflip:BitFlip",
@@ -55,7 +55,7 @@ def _takes_limit(entry_point: Any) -> bool:
     return "max_episode_steps" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
 
-def _not_made(env_id: str, given: dict[str, Any], exc: Exception) -> ConfigError:
+def _not_made(env_id: str, given: dict[str, Any], exc: BaseException) -> ConfigError:
     """Why the env could not be made: a missing package, an unknown id or kwargs the constructor refused
     are the config's (the probe in her_rl.config.checks words them); anything else the constructor raised
     is the env's own fault, one line naming where."""
@@ -100,14 +100,16 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None,
     if share > 0:  # a wrapper of each copy: gymnasium's loops only
         wrap = {"wrappers": [start_in_gripper(share)]}
         attempts = [(mode, wrap) for mode, _ in attempts if mode != "vector_entry_point"]
-    first_error: Exception | None = None
+    first_error: BaseException | None = None
     for mode, extra in attempts:
         try:
             envs = gym.make_vec(name, num_envs=num_envs, vectorization_mode=mode, **kwargs, **extra)
             break
         except (EnvFault, NoBlockToHold):
             raise
-        except Exception as exc:  # noqa: BLE001  (gymnasium raises many types for missing deps / bad kwargs)
+        except BaseException as exc:  # gymnasium raises many types (missing deps, bad kwargs); a constructor sys.exit()
+            if not raised_by_code(exc):
+                raise
             first_error = first_error or exc
     else:
         error = _not_made(env_id, given, first_error)

@@ -33,7 +33,7 @@ import numpy as np
 from gymnasium import spaces
 
 from her_rl.envs.output_checks import check_obs, check_reset, check_rewards, check_step
-from her_rl.errors import ConfigError, EnvError, one_line
+from her_rl.errors import ConfigError, EnvError, one_line, raised_by_code
 
 
 class EnvFault(EnvError, ConfigError):
@@ -84,7 +84,9 @@ def _guarded(env_id: str, name: str, method: Callable, check: Callable[[Any], st
             result = method(*args, **kwargs)
         except EnvError:
             raise
-        except Exception as exc:  # noqa: BLE001  (the env's code may raise anything)
+        except BaseException as exc:  # the env's code may raise anything, sys.exit() included
+            if not raised_by_code(exc):
+                raise
             raise raised(env_id, name, exc) from None
         finally:
             if quiet:
@@ -148,19 +150,25 @@ def _reward_rule(env_id: str, carrier: Any, goal_ndim: int) -> None:
         if per_goal[0]:
             try:
                 return _per_goal(method, *args, **kwargs)
-            except Exception as exc:  # noqa: BLE001
+            except BaseException as exc:
+                if not raised_by_code(exc):
+                    raise
                 raise raised(env_id, "compute_reward", exc) from None
         try:
             rewards = method(*args, **kwargs)
         except EnvError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except BaseException as exc:
+            if not raised_by_code(exc):
+                raise
             achieved = args[0] if args else kwargs.get("achieved_goal")
             if not pending[0] or np.ndim(achieved) <= goal_ndim or goal_ndim != 1:
                 raise raised(env_id, "compute_reward", exc) from None
             try:
                 rewards = _per_goal(method, *args, **kwargs)
-            except Exception:  # noqa: BLE001  (fails either way: the batch's error is the one to tell)
+            except BaseException as again:  # fails either way: the batch's error is the one to tell
+                if not raised_by_code(again):
+                    raise
                 raise raised(env_id, "compute_reward", exc) from None
             per_goal[0] = True
             print(f"her-run: warning: env {env_id}: compute_reward fails on a batch of goals "

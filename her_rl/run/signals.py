@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from her_rl.run import requeue
+from her_rl.errors import Interrupt
 from her_rl.folder import rundir
 from her_rl.envs.families import split_id
 
@@ -27,7 +28,7 @@ ABORTED = "aborted by a second Ctrl-C; the run folder keeps its last complete ch
 CAUGHT = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
 
 
-class Stopped(KeyboardInterrupt):
+class Stopped(Interrupt):
     """A signal outside training: raised from the handler, so ``finally`` blocks run (a run folder's lock
     is released, a temporary file removed); a KeyboardInterrupt, as code that cleans up on Ctrl-C expects."""
 
@@ -139,7 +140,7 @@ class StopSignals:
         prints its message as one line (exit 130), Python callers get it as usual. A further Ctrl-C
         while unwinding ends the process at once."""
         signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
-        raise KeyboardInterrupt(ABORTED)
+        raise Interrupt(ABORTED)
 
     def __enter__(self) -> StopSignals:
         for sig in CAUGHT:
