@@ -173,6 +173,17 @@ USER_ENVS = textwrap.dedent('''
             return achieved_goal - desired_goal["x"]
 
 
+    class RewardShapeLater(SteadyGoal):  # one reward per goal for the first batches, then one per batch
+        calls = 0
+
+        def compute_reward(self, achieved_goal, desired_goal, info):
+            rewards = super().compute_reward(achieved_goal, desired_goal, info)
+            if np.ndim(achieved_goal) > 1:
+                RewardShapeLater.calls += 1
+                return rewards if RewardShapeLater.calls <= 3 else rewards.mean()
+            return rewards
+
+
     class FlatReset(SteadyGoal):
         def reset(self, seed=None, options=None):
             return super().reset(seed=seed)[0]["observation"], {}
@@ -180,7 +191,8 @@ USER_ENVS = textwrap.dedent('''
 
     for cls in (SteadyLine, CtorRaises, ResetRaises, StepRaises, StepRaisesLater, CtorExits, StepExits, StepInterrupts,
                 CloseRaises, WrongShape, Strings,
-                RewardNone, NotBool, OldStep, ObsOnly, SteadyGoal, ScalarReward, RewardRaises, FlatReset):
+                RewardNone, NotBool, OldStep, ObsOnly, SteadyGoal, ScalarReward, RewardRaises, RewardShapeLater,
+                FlatReset):
         gym.register(id=f"{cls.__name__}-v0", entry_point=cls, max_episode_steps=8)
     gym.register(id="EndlessLine-v0", entry_point=EndlessLine)
 ''')
@@ -294,6 +306,7 @@ def in_user_dir(user_dir, monkeypatch):
     ("FlatReset", HER, "reset's observation is an array of shape (2,) and dtype float32, but the observation space "
                        "is a Dict (observation, achieved_goal, desired_goal)"),
     ("RewardRaises", HER, "compute_reward raised IndexError"),
+    ("RewardShapeLater", [*HER[:-3], "budget.env_steps=2000", *FAST], "compute_reward returned a float32"),
 ])
 def test_an_env_fault_is_one_env_error(in_user_dir, tmp_path, env, args, message):
     with pytest.raises(EnvError) as raised:

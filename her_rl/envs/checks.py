@@ -7,8 +7,8 @@
   the env's code that raised (the constructor's are told by ``make_vec`` the same way);
 * the first reset and the first step are checked against the spaces: the observation (each key of a
   Dict one) by shape and dtype, the gymnasium API (``reset`` -> ``(obs, info)``, ``step`` -> 5 values),
-  reward a number, terminated/truncated booleans; the first batched ``compute_reward`` call must
-  give one reward per goal. In a synchronous loop of copies the checks see each copy's own return
+  reward a number, terminated/truncated booleans; every batched ``compute_reward`` call must give
+  one reward per goal (its shape and dtype: a later batch that changes shape is caught too). In a synchronous loop of copies the checks see each copy's own return
   (before SyncVectorEnv stacks it, which would fail with numpy's words); a batched or asynchronous
   env is checked on the batch.
 
@@ -138,7 +138,7 @@ def _per_goal(method: Callable, achieved: Any, desired: Any, info: Any) -> np.nd
 
 
 def _reward_rule(env_id: str, carrier: Any, goal_ndim: int) -> None:
-    """compute_reward (and compute_terminated) of ``carrier``: faults told; the first batched call checked.
+    """compute_reward (and compute_terminated) of ``carrier``: faults told; every batched call checked.
 
     An env whose compute_reward takes one goal but fails on a batch (gymnasium-robotics 1.4's
     HandManipulatePen*, whose z-rotation case indexes the batch axis) is called one goal at a time
@@ -174,14 +174,13 @@ def _reward_rule(env_id: str, carrier: Any, goal_ndim: int) -> None:
             print(f"her-run: warning: env {env_id}: compute_reward fails on a batch of goals "
                   f"({type(exc).__name__}: {one_line(exc)[:120]}) but takes one goal at a time: it is called "
                   "per goal (slower relabelling)", file=sys.stderr, flush=True)
-        if pending[0]:
-            achieved = args[0] if args else kwargs.get("achieved_goal")
-            batch = np.shape(achieved)[:max(0, np.ndim(achieved) - goal_ndim)]
-            if batch:  # a single goal (the env's own step asking) is not the batch HER sends
-                pending[0] = False
-                wrong = check_rewards(rewards, tuple(batch))
-                if wrong:
-                    raise EnvFault(f"env {env_id}: {wrong}")
+        achieved = args[0] if args else kwargs.get("achieved_goal")
+        batch = np.shape(achieved)[:max(0, np.ndim(achieved) - goal_ndim)]
+        if batch:  # every batch HER sends (a shape and a dtype: nothing per goal); the env's own step asks one goal
+            pending[0] = False
+            wrong = check_rewards(rewards, tuple(batch))
+            if wrong:
+                raise EnvFault(f"env {env_id}: {wrong}")
         return rewards
     carrier.compute_reward = compute_reward
     if callable(getattr(carrier, "compute_terminated", None)):
