@@ -97,6 +97,11 @@ REFUSED = [
          ("hydra/sweeper=optuna hydra.sweeper.max_failure_rate=7", "max_failure_rate must be a number in [0, 1]"),
          ("hydra/launcher=submitit_local hydra.launcher.timeout_min=0", "timeout_min must be an integer >= 1"),
      ]
+] + [
+    ("a replay memory past any machine", [*SMALL, "algo.buffer_size=100000000000", "hydra.run.dir={home}/new"],
+     "lower the replay size (algo.buffer_size)"),
+    ("a network past any machine", [*SMALL, "algo.hidden=[1000000,1000000]", "hydra.run.dir={home}/new"],
+     "a network of layers [8, 1000000, 1000000, 4] needs 16,000.2 GB"),
 ] + [(f"~{key}", [*SMALL, f"~{key}", "hydra.run.dir={home}/new"], "required")
      for key in ("threads", "budget", "eval.episodes", "device", "checkpoint.every_s", "seed", "algo", "env")]
 
@@ -251,3 +256,17 @@ def test_a_resume_of_a_folder_of_hostile_files_is_one_line_at_once(her_run, home
         args, says = ["resume=true"], "line 1 of its history.jsonl is not a JSON object"
     p = _run(her_run, [*args, f"hydra.run.dir={run}", "progress=false"], home)
     assert says in refused(p), p.stderr
+
+
+def test_sizes_past_an_address_space_limit_are_one_line(her_run, home):
+    """Under ``ulimit -v`` (6 GB), a replay memory or a network that fits the machine but not the limit."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, 6 * 2**30))
+
+    for size in ("algo.buffer_size=2000000000", "algo.hidden=[30000,30000]"):
+        p = subprocess.run([her_run, *SMALL, size, f"hydra.run.dir={home}/new"], cwd=home, env=ENV, text=True,
+                           capture_output=True, timeout=300, preexec_fn=limit)
+        assert "more than this process may still use" in refused(p) and "ulimit -v" in p.stderr, p.stderr
+        assert not (home / "new").exists()

@@ -20,6 +20,8 @@ from typing import Sequence
 import torch
 import torch.nn as nn
 
+from her_rl.rl.memory import check_layers
+
 __all__ = ["BatchRenorm", "RenormCritic"]
 
 
@@ -64,6 +66,7 @@ class RenormCritic(nn.Module):
                  warmup: int = 100_000):
         super().__init__()
         dims = [int(in_dim) + int(act_dim), *[int(h) for h in hidden]]
+        check_layers([*dims, 1])
         layers: list[nn.Module] = [BatchRenorm(dims[0], momentum, warmup=warmup)]
         for a, b in zip(dims[:-1], dims[1:]):
             layers += [nn.Linear(a, b), BatchRenorm(b, momentum, warmup=warmup), nn.ReLU()]

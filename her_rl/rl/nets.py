@@ -7,6 +7,8 @@ from typing import Sequence
 import torch
 import torch.nn as nn
 
+from her_rl.rl.memory import check_layers
+
 __all__ = ["Critic", "ElementwiseDuelingQ", "ElementwiseQ", "EnsembleCritic", "mlp"]
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU,
@@ -39,6 +41,7 @@ def mlp(in_dim: int, out_dim: int, hidden: Sequence[int] = (64, 64), activation=
     """
     act = _activation_cls(activation)
     dims = [int(in_dim), *[int(h) for h in hidden], int(out_dim)]
+    check_layers(dims)
     layers: list[nn.Module] = []
     for i in range(len(dims) - 1):
         lin = nn.Linear(dims[i], dims[i + 1])

@@ -7,6 +7,8 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
+from her_rl.rl.memory import check_fits
+
 __all__ = ["ReplayBuffer"]
 
 _SEP = "/"  # joins nested field names in flat save/state_dict keys ("obs/observation")
@@ -14,6 +16,17 @@ _SEP = "/"  # joins nested field names in flat save/state_dict keys ("obs/observ
 
 def _is_leaf(v: Any) -> bool:
     return isinstance(v, (tuple, list)) and len(v) == 2 and not isinstance(v[0], Mapping)
+
+
+def _nbytes(capacity: int, spec: Mapping) -> int:
+    total = 0
+    for v in spec.values():
+        if isinstance(v, Mapping):
+            total += _nbytes(capacity, v)
+        elif _is_leaf(v):
+            shape = (int(v[0]),) if isinstance(v[0], (int, np.integer)) else tuple(v[0])
+            total += capacity * int(np.prod(shape, dtype=object)) * np.dtype(v[1]).itemsize
+    return total
 
 
 def _alloc(capacity: int, spec: Mapping) -> dict:
@@ -64,6 +77,8 @@ class ReplayBuffer:
             raise ValueError("capacity must be positive")
         self.capacity = int(capacity)
         self.spec = spec
+        check_fits(_nbytes(self.capacity, spec), f"a replay memory of {self.capacity:,} items",
+                   "the replay size (algo.buffer_size)")
         self.data = _alloc(self.capacity, spec)
         self._flat = _flatten(self.data)  # same arrays, flat view for fast iteration
         self.pos = 0    # next slot to write
