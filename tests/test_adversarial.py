@@ -270,3 +270,44 @@ def test_sizes_past_an_address_space_limit_are_one_line(her_run, home):
                            capture_output=True, timeout=300, preexec_fn=limit)
         assert "more than this process may still use" in refused(p) and "ulimit -v" in p.stderr, p.stderr
         assert not (home / "new").exists()
+
+
+@pytest.mark.parametrize("swap", ["folder for a link", "tb for a link", "folder deleted"])
+def test_a_run_folder_swapped_mid_run_ends_the_run_and_the_linked_folder_stays_as_it_was(her_run, home, swap):
+    """The run holds its folder by identity: a folder moved away with a link to the user's folder put
+    in its place (or only tb/ so replaced), or deleted, ends the run with one line and exit 5 at its
+    next write; nothing lands in the user's folder, TensorBoard's events included."""
+    import time
+
+    mine = home / "mine"
+    (mine / "tb").mkdir()
+    before = snapshot(mine)
+    run = home / "swapped"
+    proc = subprocess.Popen([her_run, "n=30", "budget.env_steps=2000000", "checkpoint.every_s=0.5", "progress=false",
+                             "eval.every_env_steps=1000", f"hydra.run.dir={run}"], cwd=home, env=ENV, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not (run / "checkpoint.pt").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if swap == "folder for a link":
+            run.rename(home / "moved")
+            run.symlink_to(mine)
+        elif swap == "tb for a link":
+            (run / "tb").rename(home / "moved-tb")
+            (run / "tb").symlink_to(mine / "tb")
+        else:
+            shutil.rmtree(run)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    line = refused(subprocess.CompletedProcess(proc.args, proc.returncode, "", err), code=5)
+    assert "during the run: training stopped at env step" in line, line
+    if swap == "folder for a link":
+        assert f"was moved to {home / 'moved'} and a link put in its place" in line
+        assert "its last checkpoint (env step" in line and str(home / "moved" / "checkpoint.pt") in line
+    elif swap == "folder deleted":
+        assert "was deleted" in line and "its checkpoints went with it" in line
+    else:
+        assert "its TensorBoard folder" in line
+    assert snapshot(mine) == before

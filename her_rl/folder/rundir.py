@@ -239,6 +239,28 @@ class RunLock:
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
 
+    def lost(self) -> tuple[str, Path | None] | None:
+        """How the folder's path stopped being the folder this lock holds (deleted, moved, replaced by a
+        link or another folder) and where the held folder is now (None: deleted), or None while it
+        still is: checked before each write by its path. The lock file's open descriptor knows where
+        the held folder went."""
+        if self._fd < 0:
+            return None
+        held = os.fstat(self._fd)
+        try:
+            here = os.lstat(self.folder / LOCK)
+            if not os.path.islink(self.folder) and (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino):
+                return None
+        except OSError:  # gone, or a path through a link that leads nowhere
+            pass
+        try:
+            now = Path(os.readlink(f"/proc/self/fd/{self._fd}")).parent
+        except OSError:
+            now = None
+        if held.st_nlink == 0 or now is None or str(now).endswith("(deleted)"):
+            return "was deleted", None
+        return f"was moved to {now}" + (" and a link put in its place" if os.path.islink(self.folder) else ""), now
+
     def release(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)

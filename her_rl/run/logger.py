@@ -11,6 +11,8 @@ checkpoint covers is on disk even when the run is then SIGKILLed.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,17 @@ class RunLogger:
         purge = start_step if log_dir.exists() else None  # nothing to purge in a new folder
         self.metrics = MetricsWriter(Path(out_dir), start_step)
         self.writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge)
+        self.log_dir, self._held = log_dir, _identity(log_dir)
+        self.events = _hold_event_file(self.writer)
+
+    def lost(self) -> str | None:
+        """How ``tb/`` stopped being the folder the event file was opened in (a link or another folder put
+        in its place, or it is gone), or why its events could not be written; else None."""
+        if _identity(self.log_dir) != self._held:
+            return f"its TensorBoard folder {self.log_dir} was replaced or removed"
+        if self.events is not None and self.events.error is not None:
+            return f"its TensorBoard events could not be written ({self.events.error.strerror or self.events.error})"
+        return None
 
     def scalars(self, values: dict[str, float], step: int) -> None:
         for tag, value in values.items():
@@ -56,6 +69,57 @@ class RunLogger:
     def close(self) -> None:
         self.writer.close()
         self.metrics.close()
+
+
+class _HeldFile:
+    """The event file written through a descriptor opened once: TensorBoard's own file appends by path at
+    every flush, from its writer thread, so a link put in place of ``tb/`` mid-run would lead its events
+    into another folder. A write that fails is kept, not raised in that thread: the run tells it."""
+
+    def __init__(self, path: str):
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+        self.error: OSError | None = None
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view and self.error is None:
+            try:
+                view = view[os.write(self.fd, view):]
+            except OSError as exc:
+                self.error = exc
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self.fd)
+
+
+def _hold_event_file(writer: SummaryWriter) -> _HeldFile | None:
+    """Swap the event file TensorBoard writes by path for :class:`_HeldFile` (its first event, written
+    by path as the writer opened, is on disk); None where TensorBoard's internals differ."""
+    try:
+        events = writer.file_writer.event_writer
+        records, lock = events._async_writer._writer, events._async_writer._lock
+        with lock:
+            records._writer.flush()
+            held = _HeldFile(events._file_name)
+            records._writer.close()
+            records._writer = events._general_file_writer = held
+        return held
+    except (AttributeError, OSError):
+        return None
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
 def _with_bools(summary, flags: dict[str, bool]):

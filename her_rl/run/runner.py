@@ -86,6 +86,7 @@ def train(plan: Plan) -> dict[str, Any]:
                 "continues from it)" if trainer.saved_at is not None else "no checkpoint was written")
         raise OutputError(f"could not write the final checkpoint {plan.checkpoint}; {kept}; {RESULTS} was not "
                           f"written; the run's numbers: {json.dumps({k: v for k, v in numbers.items() if k != 'checkpoint'})}")
+    trainer.check_folder()  # results.json is written by path: into the folder the run took, or not at all
     results.write(plan.out, numbers, trainer.saved_at)
     print(results.final_line(numbers, plan.out))
     return numbers

@@ -21,7 +21,8 @@ from her_rl.agent import IterationResult
 from her_rl.envs import make_vec
 from her_rl.envs.time_limits import episode_cap, time_limit
 from her_rl.envs.custom import registered_id
-from her_rl.errors import EnvError, NonFiniteError
+from her_rl.errors import EnvError, NonFiniteError, OutputError
+from her_rl.folder.rundir import CHECKPOINT
 from her_rl.run.evaluation import eval_seed, evaluate, success_rule_of, success_source
 from her_rl.run.guard import Guard, failure_in_iteration
 from her_rl.run.logger import RunLogger, final_metrics, hparams_of
@@ -289,6 +290,7 @@ class Trainer:
         if not self.config["checkpoint"]["save_replay"]:
             agent_state.pop("memory", None)
         path = self.plan.checkpoint
+        self.check_folder()
         try:
             self.logger.flush()  # what the checkpoint covers is on disk before it: a resume purges only the rest
             checkpoint.save({"agent": agent_state, "runner": self.state.to_dict(), "rng": checkpoint.rng_state(),
@@ -302,6 +304,26 @@ class Trainer:
             return False
         self.saved_at, self.save_failing = self.state.env_steps, False
         return True
+
+    def check_folder(self) -> None:
+        """Before a write by path: the run folder (and ``tb/``) must still be the one the run took. One
+        that was deleted, moved or replaced by a link ends the run (exit 5) without a write there,
+        naming where its last checkpoint is."""
+        lost = self.plan.lock.lost() if self.plan.lock is not None else None
+        why = f"run folder {self.plan.out} {lost[0]}" if lost else None
+        if why is None and self.logger.lost():
+            why, lost = f"run folder {self.plan.out}: {self.logger.lost()}", (None, self.plan.out)
+        if why is None:
+            return
+        where = lost[1]
+        if self.saved_at is None:
+            kept = "no checkpoint had been written"
+        elif where is None:
+            kept = "its checkpoints went with it"
+        else:
+            kept = f"its last checkpoint (env step {self.saved_at:,}) is {where / CHECKPOINT}"
+        raise OutputError(f"{why} during the run: training stopped at env step {self.state.env_steps:,} without "
+                          f"writing there; {kept}")
 
     def results(self) -> dict[str, Any]:
         return results_of(self.config, self.state, self.goal_env, self.plan.checkpoint)
