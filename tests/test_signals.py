@@ -239,3 +239,56 @@ def test_end_run_after_a_signal_exits_128_plus_it(tmp_path, capsys, monkeypatch,
     assert out == (f"stopped by signal {int(signal.SIGTERM)} at env step 12,345 ({what}); continue with: "
                    f"her-run resume=true hydra.run.dir={tmp_path}\n")
     assert list(tmp_path.iterdir()) == []  # not preempted under submitit: no requeue marker
+
+
+def test_a_stop_that_the_iteration_outlives_by_the_grace_leaves_at_once(monkeypatch):
+    """A slow env step cannot hold a stop: past the grace after the first signal, training is left the
+    way a stop outside training is (the last checkpoint on disk stays the one to resume from)."""
+    import time
+
+    from her_rl.run import signals as module
+
+    monkeypatch.setattr(module, "GRACE_S", 0.3)
+    started = time.monotonic()
+    with pytest.raises(Stopped) as info:
+        with StopSignals() as stops:
+            signal.raise_signal(signal.SIGTERM)
+            time.sleep(10)  # an env step that takes long: interrupted, not waited for
+    assert info.value.signum == signal.SIGTERM and stops.received == [signal.SIGTERM]
+    assert time.monotonic() - started < 5
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_stop_whose_iteration_ends_in_time_has_no_deadline_after(monkeypatch):
+    import time
+
+    from her_rl.run import signals as module
+
+    monkeypatch.setattr(module, "GRACE_S", 0.3)
+    with StopSignals() as stops:
+        signal.raise_signal(signal.SIGTERM)
+        stops.iteration_ended()
+        time.sleep(0.6)  # the last checkpoint's write
+    assert stops.received == [signal.SIGTERM]
+
+
+def test_a_slow_env_call_is_said_once_while_it_runs(capsys):
+    import threading
+    import time
+
+    from her_rl.envs.checks import IN_CALL
+    from her_rl.run.trainer import _watch_slow_calls
+
+    done = threading.Event()
+    watch = threading.Thread(target=_watch_slow_calls, args=(done, 0.5))
+    IN_CALL.update(env="my_envs:Arm-v0", method="step", since=time.monotonic())
+    try:
+        watch.start()
+        time.sleep(2.5)
+    finally:
+        IN_CALL["since"] = None
+        done.set()
+        watch.join()
+    err = capsys.readouterr().err
+    assert err.count("her-run: warning: env my_envs:Arm-v0: one step (of all its copies in turn) has taken more than "
+                     "0 s so far") == 1, err

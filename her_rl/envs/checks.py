@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import sys
 import sysconfig
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
@@ -69,6 +70,11 @@ def raised(env_id: str, what: str, exc: BaseException) -> EnvFault:
 
 # ---- applying it -----------------------------------------------------------------------------
 
+IN_CALL: dict[str, Any] = {"env": None, "method": None, "since": None}
+"""The guarded env call under way (``since``: its time.monotonic() start), read by a watch that says a
+slow step while it runs (her_rl.run.trainer); two assignments per call."""
+
+
 def _guarded(env_id: str, name: str, method: Callable, check: Callable[[Any], str | None] | None = None,
              quiet: bool = False) -> Callable:
     """``method`` with its exceptions told as EnvFaults, and (``check``) its first result checked.
@@ -80,6 +86,7 @@ def _guarded(env_id: str, name: str, method: Callable, check: Callable[[Any], st
     def call(*args: Any, **kwargs: Any) -> Any:
         if quiet:
             level, gym.logger.min_level = gym.logger.min_level, gym.logger.ERROR + 10
+        IN_CALL.update(env=env_id, method=name, since=time.monotonic())
         try:
             result = method(*args, **kwargs)
         except EnvError:
@@ -89,6 +96,7 @@ def _guarded(env_id: str, name: str, method: Callable, check: Callable[[Any], st
                 raise
             raise raised(env_id, name, exc) from None
         finally:
+            IN_CALL["since"] = None
             if quiet:
                 gym.logger.min_level = level
         if first[0]:

@@ -25,6 +25,7 @@ from her_rl.folder import rundir
 from her_rl.envs.families import split_id
 
 ABORTED = "aborted by a second Ctrl-C; the run folder keeps its last complete checkpoint"
+GRACE_S = 30.0  # after a stop signal, how long training may take to reach the end of its iteration
 CAUGHT = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
 
 
@@ -131,7 +132,15 @@ class StopSignals:
     def _handler(self, signum: int, frame: object) -> None:
         if self.received and signum == signal.SIGINT:
             self._abort()
+        if not self.received and self._previous:  # the first stop: the run has GRACE_S to reach its iteration's end
+            self._previous.setdefault(signal.SIGALRM, signal.signal(signal.SIGALRM, self._grace_over))
+            signal.setitimer(signal.ITIMER_REAL, GRACE_S)
         self.received.append(signum)
+
+    def _grace_over(self, signum: int, frame: object) -> None:
+        """The iteration outlived the grace after a stop signal (a slow env step): leave now, as a stop
+        outside training does; the last checkpoint on disk is the one a resume continues from."""
+        raise Stopped(self.signum or signal.SIGTERM)
 
     @staticmethod
     def _abort() -> None:
@@ -152,7 +161,13 @@ class StopSignals:
         self._restore_preemption = requeue.catch(self.received.append)  # under submitit: its preemption signal
         return self
 
+    def iteration_ended(self) -> None:
+        """Training reached the end of an iteration: what follows (the last checkpoint) has no deadline."""
+        if signal.SIGALRM in self._previous:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
     def __exit__(self, *exc: object) -> None:
+        self.iteration_ended()
         for sig, old in self._previous.items():
             signal.signal(sig, old)
         self._previous.clear()

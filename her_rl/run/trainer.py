@@ -11,6 +11,7 @@ the loop goes on (before the next one), never just before the final one.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -20,6 +21,7 @@ from her_rl.folder import checkpoint
 from her_rl.agent import IterationResult
 from her_rl.envs import make_vec
 from her_rl.envs.time_limits import episode_cap, time_limit
+from her_rl.envs.checks import IN_CALL
 from her_rl.envs.custom import registered_id
 from her_rl.errors import EnvError, NonFiniteError, OutputError
 from her_rl.folder.rundir import CHECKPOINT
@@ -32,8 +34,9 @@ from her_rl.run.results import results_of
 from her_rl.folder.state import RunState
 from her_rl.rl.goal import GOAL_KEYS
 from her_rl.rl.updates import slow_precision
-from her_rl.run.signals import StopSignals, resume_command
+from her_rl.run.signals import GRACE_S, StopSignals, resume_command
 
+SLOW_CALL_S = 10.0  # an env reset or step running this long is said once, while it runs
 
 def eval_due(eval_cfg: dict[str, Any], iteration: int, step: int, steps_this_iteration: int) -> bool:
     """Every ``every_env_steps`` env steps (the first iteration that crosses a multiple) when set,
@@ -154,12 +157,15 @@ class Trainer:
     def train(self) -> bool:
         """Train until a stop, evaluate, checkpoint; returns whether the final checkpoint was written."""
         ended, saved, ok = "stopped", True, False  # how the progress display ends; whether it got through
+        watching = threading.Event()
+        threading.Thread(target=_watch_slow_calls, args=(watching,), daemon=True, name="her-rl slow env").start()
         with self.signals:
             try:
                 self.start = time.perf_counter() - self.state.wall_time_s
                 # a fresh run checkpoints after its first iteration, so an early kill loses little
                 self.last_ckpt = time.perf_counter() if self.plan.saved is not None else -float("inf")
                 self._loop()
+                self.signals.iteration_ended()
                 ended = self._finish()
                 saved = self.save(final=True)
                 ok = True
@@ -167,6 +173,7 @@ class Trainer:
                 raise EnvError(f"{exc}; training stopped at env step {self.state.env_steps:,}, {self._resumable()}",
                                exit_code=EnvError.TRAINING_EXIT_CODE) from None
             finally:
+                watching.set()
                 self.progress.close(ended)
                 self.logger.close()
                 self._close_eval_envs(failing=not ok)
@@ -327,6 +334,18 @@ class Trainer:
 
     def results(self) -> dict[str, Any]:
         return results_of(self.config, self.state, self.goal_env, self.plan.checkpoint)
+
+
+def _watch_slow_calls(done: threading.Event, slow_s: float = SLOW_CALL_S) -> None:
+    """Say once per env method when one of its calls has run past ``slow_s``: a run that seems stuck is
+    waiting for its env, and a stop signal still ends it within the grace."""
+    told = set()
+    while not done.wait(1.0):
+        since, call = IN_CALL["since"], (IN_CALL["env"], IN_CALL["method"])
+        if since is not None and time.monotonic() - since > slow_s and call not in told:
+            told.add(call)
+            warn(f"env {call[0]}: one {call[1]} (of all its copies in turn) has taken more than {slow_s:.0f} s so "
+                 f"far; a stop signal (Ctrl-C) ends the run within {GRACE_S:.0f} s, keeping its last checkpoint")
 
 
 __all__ = ["RunState", "Trainer", "eval_due", "is_solved"]
