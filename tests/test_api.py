@@ -162,3 +162,25 @@ def test_bad_arguments_to_the_python_api_are_one_her_rl_error(call, message):
 def test_hydra_run_dir_among_the_overrides_is_the_run_folder(tmp_path):
     results = her_rl.train(["n=4", "progress=false", "budget.env_steps=64", f"hydra.run.dir={tmp_path / 'here'}"])
     assert (tmp_path / "here" / "results.json").is_file() and results["env_steps"] >= 64
+
+
+def test_two_threads_train_at_once(tmp_path):
+    """her_rl.train from several threads: Hydra's global state is taken one composition at a time."""
+    import threading
+
+    results, errors = {}, []
+
+    def train(seed):
+        try:
+            results[seed] = her_rl.train(["n=4", "budget.env_steps=300", "progress=false", f"seed={seed}"],
+                                         out_dir=tmp_path / f"run{seed}")
+        except BaseException as exc:  # noqa: BLE001  (the test reports whatever a thread raised)
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=train, args=(seed,)) for seed in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert errors == [] and sorted(results) == [0, 1]
+    assert all((tmp_path / f"run{seed}" / "results.json").is_file() for seed in (0, 1))

@@ -112,3 +112,15 @@ def test_extra_keys_are_ignored(policies):
     plain, _ = policy.predict(obs, deterministic=True)
     extra, _ = policy.predict({**obs, "time": np.zeros(2)}, deterministic=True)
     assert np.array_equal(plain, extra)
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_a_loaded_policy_pickles_and_acts_the_same_after(policies, name):
+    """As SB3's models do, for a pool of workers: the copy acts as the original."""
+    import pickle
+
+    policy = policies[name]
+    copy = pickle.loads(pickle.dumps(policy))
+    batch = vec_env(policy, 5).reset()
+    np.testing.assert_array_equal(copy.predict(batch, deterministic=True)[0], policy.predict(batch, deterministic=True)[0])
+    assert (copy.algo, copy.env_id, copy.path) == (policy.algo, policy.env_id, policy.path)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,7 @@ def compose(overrides: list[str] | None = None, hydra: bool = False) -> DictConf
     return _compose(choose(list(overrides or [])).apply(list(overrides or [])), hydra)
 
 
+_HYDRA = threading.RLock()
 _LAST: list = []  # (overrides, hydra, config) of the last composition: the choice's is the check's when it adds nothing
 
 
@@ -54,10 +56,11 @@ def _compose(overrides: list[str], hydra: bool = False) -> DictConfig:
     from hydra import initialize_config_module
 
     key = (tuple(expand_overrides(overrides)), hydra, os.getcwd())  # the hydra node holds the working folder
-    if not _LAST or _LAST[0] != key:
-        with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
-            _LAST[:] = key, hydra_compose(config_name="config", overrides=list(key[0]), return_hydra_config=hydra)
-    return copy.deepcopy(_LAST[1])
+    with _HYDRA:  # Hydra's global state takes one composition at a time (her_rl.train from several threads)
+        if not _LAST or _LAST[0] != key:
+            with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
+                _LAST[:] = key, hydra_compose(config_name="config", overrides=list(key[0]), return_hydra_config=hydra)
+        return copy.deepcopy(_LAST[1])
 
 
 @dataclass(frozen=True)

@@ -147,6 +147,12 @@ class Policy:
         finally:
             env.close()
 
+    def __reduce__(self):
+        """Pickled as its run's config and networks (what acting needs), rebuilt on unpickling; the env's
+        module, for a user's env, must be imported where it is unpickled, as for :func:`load`."""
+        state = {k: v for k, v in self.agent.state_dict().items() if k != "memory"}
+        return _rebuilt, (self.config, state, str(self.path) if self.path is not None else None)
+
     def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
                 deterministic: bool = False) -> tuple[np.ndarray, Any]:
         """Actions for one observation or a batch, with Stable-Baselines3's ``predict`` protocol, so SB3's
@@ -180,6 +186,13 @@ class Policy:
 
     def __repr__(self) -> str:
         return f"Policy(algo={self.algo!r}, env_id={self.env_id!r}, path={str(self.path)!r})"
+
+
+def _rebuilt(config: dict[str, Any], state: dict[str, Any], path: str | None) -> Policy:
+    from her_rl.run.build import make_agent
+
+    agent = make_agent(config, "cpu", inference=True, state=state, source=Path(path or "pickled policy"), checked=True)
+    return Policy(agent, config, Path(path) if path is not None else None)
 
 
 def load(path: str | Path, device: str = "cpu") -> Policy:
