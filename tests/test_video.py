@@ -86,6 +86,7 @@ def test_record_writes_decodable_episodes_and_a_shorter_recording_replaces_a_lon
         images = frames(path)
         assert len(images) == 51  # the reset frame and 50 steps (push truncates at 50)
         assert images[0].shape == (240, 240, 3)
+    (folder / ".episode-4.partial.mp4").write_bytes(b"a recording killed mid-episode")  # left by a kill
     again = video.record(RandomPolicy("her_rl/Push-v0"), folder, episodes=1, seed=1)
     assert sorted(p.name for p in folder.iterdir()) == ["episode-0.mp4"] == [p.name for p in again]
     gif = video.record(RandomPolicy("her_rl/Drag-v0"), folder, episodes=1, fmt="gif", fps=20)

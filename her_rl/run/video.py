@@ -163,6 +163,9 @@ def record(policy, folder: str | Path, episodes: int = DEFAULTS["episodes"], see
         if folder.is_symlink():
             raise VideoError(f"cannot record into {folder}: it is a symbolic link; move it away")
         folder.mkdir(parents=True, exist_ok=True)
+        for stale in folder.glob(".episode-*.partial.*"):  # a recording killed before it could clean up
+            if stale.is_symlink() or stale.is_file():
+                stale.unlink()
         for i in range(int(episodes)):
             if i > 0:
                 obs, _ = env.reset(seed=int(seed) + i)
