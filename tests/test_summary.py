@@ -34,6 +34,8 @@ def test_rows_group_seeds_by_setting_and_show_failed_and_running_runs(tmp_path):
     _fake_run(tmp_path / "a2", ["n=10", "algo.strategy=future", "seed=2"])  # no results, no live process: failed
     _fake_run(tmp_path / "b0", ["n=10", "algo.strategy=none", "seed=0"], _results(0, 0.0))
     _fake_run(tmp_path / "b1", ["n=10", "algo.strategy=none", "seed=1"])
+    _fake_run(tmp_path / "b2", ["n=10", "algo.strategy=none", "seed=2"])
+    (tmp_path / "b2" / ".her-run.lock").mkdir()  # a lock that is a folder: no live run can hold it
     lock = RunLock.acquire(tmp_path / "b1")  # a live run holds b1
     try:
         rows = {r["setting"]: r for r in summarise(find_runs(tmp_path))}
@@ -41,7 +43,7 @@ def test_rows_group_seeds_by_setting_and_show_failed_and_running_runs(tmp_path):
         lock.release()
     her, plain = rows["algo.strategy=future n=10"], rows["algo.strategy=none n=10"]
     assert (her["seeds"], her["done"], her["failed"], her["running"], her["solved"]) == (3, 2, 1, 0, 2)
-    assert (plain["seeds"], plain["done"], plain["failed"], plain["running"], plain["solved"]) == (2, 1, 0, 1, 0)
+    assert (plain["seeds"], plain["done"], plain["failed"], plain["running"], plain["solved"]) == (3, 1, 1, 1, 0)
     assert her["mean"] == pytest.approx(0.95) and her["median_steps_to_solve"] == 2000
     assert her["median_wall_s"] == 6.0 and her["ci_low"] <= 0.95 <= her["ci_high"]
 

@@ -182,6 +182,10 @@ def check_folder(folder: Path, what: str = "run folder",
         check_run_files(folder)
 
 
+class FolderBusy(ConfigError):
+    """A live her-run holds the folder's lock."""
+
+
 class RunLock:
     """An exclusive, non-blocking lock on a run folder, held until :meth:`release`."""
 
@@ -189,13 +193,13 @@ class RunLock:
         self.folder, self._fd = folder, fd
 
     @staticmethod
-    def _busy(folder: Path, fd: int) -> ConfigError:
+    def _busy(folder: Path, fd: int) -> FolderBusy:
         try:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
         except OSError:
             holder = "unknown"
         os.close(fd)
-        return ConfigError(f"run folder {folder} is in use by another live her-run (pid {holder}); wait for it "
+        return FolderBusy(f"run folder {folder} is in use by another live her-run (pid {holder}); wait for it "
                            "to end or pick another hydra.run.dir")
 
     @classmethod

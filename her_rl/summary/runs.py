@@ -44,13 +44,13 @@ class BadRun(ValueError):
 
 def _live(folder: Path) -> bool:
     from her_rl.errors import ConfigError
-    from her_rl.folder.rundir import RunLock
+    from her_rl.folder.rundir import FolderBusy, RunLock
 
     try:
         lock = RunLock.probe(folder)
-    except ConfigError:
+    except FolderBusy:
         return True
-    except OSError:  # an unreadable lock file: no live run can be proven
+    except (ConfigError, OSError):  # a lock that is a folder, a link or unreadable: no live run can be proven
         return False
     if lock is not None:
         lock.release()
