@@ -311,3 +311,14 @@ def test_a_run_folder_swapped_mid_run_ends_the_run_and_the_linked_folder_stays_a
     else:
         assert "its TensorBoard folder" in line
     assert snapshot(mine) == before
+
+
+def test_a_folder_too_deep_to_hold_its_files_is_refused_and_leaves_no_folders(her_run_here, home):
+    """4,080 bytes: the folder and its lock file can be made, its config's temporary file (over 4,095) cannot."""
+    before = snapshot(home)
+    path = f"{home}/" + "/".join(["d" * 200] * 25)
+    path = path[:4080].rstrip("/")
+    path += "x" * (4080 - len(path))
+    p = her_run_here([*SMALL, f"hydra.run.dir={path}"], home)
+    assert "File name too long" in refused(p)
+    assert snapshot(home) == before

@@ -63,6 +63,8 @@ class Plan:
         there, and write ``config.yaml`` and the history line of this start (or resume) at
         ``env_steps``; the folder is this run's from here on."""
         if self.lock is None:
+            self._made_below = next((p.parent for p in [*reversed(self.out.parents), self.out] if not p.exists()),
+                                    self.out.parent)  # a failed start removes the folders it made, no others
             try:
                 self.lock = rundir.RunLock.acquire(self.out)
             except OSError as exc:
@@ -97,7 +99,7 @@ class Plan:
             except OSError:
                 pass
         self.release()
-        rundir.remove_if_empty(self.out, stop_at=self.out.parent)
+        rundir.remove_if_empty(self.out, stop_at=getattr(self, "_made_below", self.out.parent))
 
     def release(self) -> None:
         if self.lock is not None:
