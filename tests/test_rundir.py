@@ -32,6 +32,21 @@ def test_a_live_run_holds_its_folder(tmp_path):
     held.release()
 
 
+def test_a_lock_held_by_a_run_that_has_not_written_its_pid_names_no_dead_pid(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    held = rundir.RunLock.acquire(out)  # a live run still checking the folder; the file has the last run's pid
+    (out / rundir.LOCK).write_text(done.stdout)
+    with pytest.raises(ConfigError) as refused:
+        train(out)
+    held.release()
+    assert "in use by another live her-run (it is starting or checking the folder)" in str(refused.value)
+    assert f"pid {done.stdout.strip()}" not in str(refused.value)
+
+
 def test_default_folders_are_unique_within_one_instant(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     names = {rundir.default_dir("her_dqn", "bitflip", 0) for _ in range(50)}

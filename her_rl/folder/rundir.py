@@ -182,6 +182,16 @@ def check_folder(folder: Path, what: str = "run folder",
         check_run_files(folder)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except PermissionError:  # another user's process
+        return pid > 0
+    except (ProcessLookupError, OverflowError, ValueError):
+        return False
+    return pid > 0
+
+
 class FolderBusy(ConfigError):
     """A live her-run holds the folder's lock."""
 
@@ -195,11 +205,13 @@ class RunLock:
     @staticmethod
     def _busy(folder: Path, fd: int) -> FolderBusy:
         try:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
         except OSError:
-            holder = "unknown"
+            holder = ""
         os.close(fd)
-        return FolderBusy(f"run folder {folder} is in use by another live her-run (pid {holder}); wait for it "
+        # the pid in the file is the last run's to write it: the live holder may still be starting (or checking)
+        who = f"pid {holder}" if holder.isdigit() and _alive(int(holder)) else "it is starting or checking the folder"
+        return FolderBusy(f"run folder {folder} is in use by another live her-run ({who}); wait for it "
                            "to end or pick another hydra.run.dir")
 
     @classmethod
