@@ -17,6 +17,7 @@ template (``conf/hydra/help/her_rl.yaml``).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import signal
@@ -313,9 +314,15 @@ def _show_resolved(cfg: DictConfig, argv: list[str]) -> bool:
     return True
 
 
+_AT_EXIT: list = []
+
+
 def main() -> None:
     global _STAGE
     _STAGE = Stage()
+    if exit_at_once not in _AT_EXIT:  # registered last, run first: a signal while Python shuts down
+        _AT_EXIT.append(exit_at_once)  # (other libraries' exit handlers) ends the process, no traceback
+        atexit.register(exit_at_once)
     with early_stops():  # first: a signal during the checks ends her-run with one line, not killed by it
         try:
             return _main()

@@ -248,3 +248,17 @@ def test_a_signal_while_torch_is_imported_is_128_plus_it(her_run, user_dir, sig)
     assert proc.returncode == 128 + sig
     _one_line(err, f"her-run: stopped by signal {int(sig)} before training started; nothing was written")
     assert not (user_dir / "run").exists()
+
+
+def test_a_signal_while_python_shuts_down_after_her_run_exits_128_plus_it_quietly(tmp_path):
+    """Another library's exit handler still running (here: one that sleeps) when a Ctrl-C comes: no
+    'Exception ignored in atexit callback', no exit 0."""
+    script = ("import atexit, sys, time\natexit.register(time.sleep, 20)\nfrom her_rl.cli import main\n"
+              "sys.argv = ['her-run', '--version']\nmain()\nprint('ended', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout.readline().startswith("her-rl ") and proc.stdout.readline() == "ended\n"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 130 and "Exception ignored" not in err and "Traceback" not in err, err
