@@ -58,7 +58,13 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
         cfg = compose(overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(hydra_message(exc, overrides)) from None
-    return run(cfg, out_dir=out_dir, overrides=overrides)
+    try:
+        return run(cfg, out_dir=out_dir, overrides=overrides)
+    except SystemExit as exc:  # her-run's exit after a stop signal: a Python caller gets a KeyboardInterrupt
+        if isinstance(exc.code, int) and exc.code > 128:
+            raise KeyboardInterrupt(f"stopped by signal {exc.code - 128}; the run folder keeps its last "
+                                    "checkpoint (resume=true continues it)") from None
+        raise
 
 
 def evaluate(policy: Policy, episodes: int = 100, seed: int = 0) -> dict[str, float]:

@@ -184,3 +184,20 @@ def test_two_threads_train_at_once(tmp_path):
         thread.join(timeout=300)
     assert errors == [] and sorted(results) == [0, 1]
     assert all((tmp_path / f"run{seed}" / "results.json").is_file() for seed in (0, 1))
+
+
+def test_a_ctrl_c_during_her_rl_train_is_a_keyboard_interrupt_after_a_checkpoint(tmp_path):
+    """As the safety page says: the run ends its iteration and checkpoints; the caller gets a
+    KeyboardInterrupt (not SystemExit), and resume=true continues the run."""
+    import os
+    import signal
+    import threading
+
+    timer = threading.Timer(3.0, os.kill, args=(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt, match="stopped by signal 2"):
+            her_rl.train(["n=30", "budget.env_steps=10000000", "progress=false"], out_dir=tmp_path / "run")
+    finally:
+        timer.cancel()
+    assert (tmp_path / "run" / "checkpoint.pt").is_file() and not (tmp_path / "run" / "results.json").exists()
