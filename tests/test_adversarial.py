@@ -322,3 +322,17 @@ def test_a_folder_too_deep_to_hold_its_files_is_refused_and_leaves_no_folders(he
     p = her_run_here([*SMALL, f"hydra.run.dir={path}"], home)
     assert "File name too long" in refused(p)
     assert snapshot(home) == before
+
+
+def test_a_second_sweep_into_the_folder_of_a_live_sweep_is_refused_and_writes_nothing(her_run_here, home):
+    sweep = home / "sweep"
+    (sweep / "0").mkdir(parents=True)
+    (sweep / "multirun.yaml").write_text("hydra: {}\n")
+    held = rundir.RunLock.acquire(sweep / "0")  # a job of the first sweep, still running
+    before = snapshot(home)
+    try:
+        p = her_run_here(["-m", *SMALL, "seed=0,1", f"hydra.sweep.dir={sweep}"], home)
+    finally:
+        held.release()
+    assert f"sweep folder {sweep} is in use by a live sweep: run folder {sweep / '0'} is in use" in refused(p)
+    assert snapshot(home) == before

@@ -23,7 +23,7 @@ from typing import Any
 
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, one_line, printable
 from her_rl.folder.parse import json_value
-from her_rl.folder.rundir import FAILED
+from her_rl.folder.rundir import FAILED, FolderBusy
 _SLACK_S = 1.0  # file times come from a coarse kernel clock: a job's file may look a little older than the sweep
 # The sweep this process launched; "unrecorded": failed jobs of this process whose failed.json could not be written.
 _sweep: dict[str, Any] = {"start": None, "failures": [], "jobs": 0, "unrecorded": []}
@@ -82,7 +82,7 @@ def job_failed(out: Path, exc: BaseException, overrides: list[str]) -> None:
     """Report and record a failed sweep job; the sweeper gets no objective for it (None)."""
     line, code = describe(exc)
     print(printable(f"her-run: error: sweep job {_shown(out)}: {line}"), file=sys.stderr, flush=True)
-    if not record(out, line, code, overrides):
+    if isinstance(exc, FolderBusy) or not record(out, line, code, overrides):  # a folder another run holds: not ours
         _sweep["unrecorded"].append((out, line, code))  # still counted at the end (basic launcher: this process)
 
 
