@@ -23,9 +23,12 @@ def printable(text: Any) -> str:
     """``text`` as one line a terminal shows as written: control and format characters escaped as
     Python writes them (an ANSI sequence in a value is not run by the terminal), whitespace runs made
     one space, and an over-long run of non-spaces (a value from a huge argv) cut to its ends."""
+    text = str(text)
+    if len(text) > 20 * WORD_MAX:  # a 300 MB value: its ends are what is shown, so only they are escaped
+        text = f"{text[:10 * WORD_MAX]} … {text[-10 * WORD_MAX:]}"
     escaped = "".join(c.encode("unicode_escape").decode("ascii")
                       if c not in "\n\t " and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c
-                      for c in str(text))
+                      for c in text)
     words = [w if len(w) <= WORD_MAX else f"{w[:WORD_MAX - 50]}…{w[-49:]}" for w in one_line(escaped).split(" ")]
     line = " ".join(words)
     return line if len(line) <= 8 * WORD_MAX else f"{line[:7 * WORD_MAX]}…{line[-WORD_MAX:]}"

@@ -336,3 +336,14 @@ def test_a_second_sweep_into_the_folder_of_a_live_sweep_is_refused_and_writes_no
         held.release()
     assert f"sweep folder {sweep} is in use by a live sweep: run folder {sweep / '0'} is in use" in refused(p)
     assert snapshot(home) == before
+
+
+def test_a_huge_value_in_a_run_file_is_a_short_warning(home, capsys):
+    run = home / "sweep" / "0"
+    shutil.copytree(home / "run", run)
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    huge = json.dumps({"step": 1, "charts/x": 1.0, "v" * 1_000_000: 2})
+    (run / "metrics.jsonl").write_text("\n".join([lines[0], huge, *lines[1:]]) + "\n")
+    assert summary_main([str(home / "sweep")]) == 0
+    err = capsys.readouterr().err
+    assert "metrics unreadable" in err and max(len(line) for line in err.splitlines()) <= 1600, len(err)

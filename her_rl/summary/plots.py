@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from her_rl.errors import printable
 from her_rl.folder.checkpoint import write_atomic_bytes
 from her_rl.folder.metrics import read_metrics
 from her_rl.summary.runs import Run
@@ -186,7 +187,8 @@ def figures(runs: Sequence[Run], root: Path, rows: Sequence[dict[str, Any]], err
             try:
                 curve = read_curve(run)
             except Exception as exc:  # noqa: BLE001  (a damaged metrics file: the table still stands)
-                print(f"{prog}: warning: {run.folder}: metrics unreadable ({exc}); left out of curves.png", file=err)
+                print(printable(f"{prog}: warning: {run.folder}: metrics unreadable ({exc}); left out of curves.png"),
+                      file=err)
                 continue
             if curve is not None:
                 curves.append(curve)
