@@ -342,7 +342,7 @@ def test_a_huge_value_in_a_run_file_is_a_short_warning(home, capsys):
     run = home / "sweep" / "0"
     shutil.copytree(home / "run", run)
     lines = (run / "metrics.jsonl").read_text().splitlines()
-    huge = json.dumps({"step": 1, "charts/x": 1.0, "v" * 1_000_000: 2})
+    huge = json.dumps({"step": 1, "charts/x": "v" * 1_000_000})
     (run / "metrics.jsonl").write_text("\n".join([lines[0], huge, *lines[1:]]) + "\n")
     assert summary_main([str(home / "sweep")]) == 0
     err = capsys.readouterr().err
