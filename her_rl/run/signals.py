@@ -25,7 +25,7 @@ from her_rl.folder import rundir
 from her_rl.envs.families import split_id
 
 ABORTED = "aborted by a second Ctrl-C; the run folder keeps its last complete checkpoint"
-GRACE_S = 30.0  # after a stop signal, how long training may take to reach the end of its iteration
+GRACE_S = 20.0  # after a stop signal, how long training may take to reach the end of its iteration
 CAUGHT = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
 
 
