@@ -170,3 +170,17 @@ def test_cfg_resolve_of_a_package_that_is_not_there_is_one_line(her_run_here, tm
     p = her_run_here(["--cfg", "job", "--resolve", "--package", "hydra"], tmp_path)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.strip().splitlines() == ["her-run: error: package 'hydra' not found in the job config (--cfg job)"]
+
+
+@pytest.mark.parametrize("choice", ["hydra/launcher=basic", "hydra/launcher=joblib", "hydra/launcher=submitit_local",
+                                    "hydra/launcher=submitit_slurm", "hydra/launcher=ray", "hydra/sweeper=optuna"])
+def test_every_launcher_and_sweeper_passes_the_settings_check_with_its_own_defaults(choice):
+    """The check refuses bad values, never a plugin's defaults (a key its config lacks is not checked)."""
+    from her_rl.config.compose import compose
+    from her_rl.run.sweep import check_settings
+
+    try:
+        cfg = compose(["n=4", choice], hydra=True)
+    except Exception as exc:  # noqa: BLE001  (the plugin's extra is not installed here)
+        pytest.skip(f"{choice}: {exc}")
+    check_settings(cfg)

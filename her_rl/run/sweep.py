@@ -20,6 +20,7 @@ MULTIRUN_CHECKS = 64  # at most this many sweep variants are composed and checke
 LAUNCHER_PACKAGES = {"JoblibLauncher": "joblib", "SlurmLauncher": "submitit", "LocalLauncher": "submitit",
                      "RayLauncher": "ray"}
 _DIRECTION = "hydra.sweeper.direction"
+_ABSENT = object()
 _SUBMITIT = {"timeout_min": COUNT, "cpus_per_task": optional(COUNT), "gpus_per_node": optional(integer(0)),
              "tasks_per_node": COUNT, "mem_gb": optional(real(0, lo_open=True)), "nodes": COUNT,
              "max_num_timeout": integer(0), "array_parallelism": COUNT, "signal_delay_s": integer(0)}
@@ -76,8 +77,9 @@ def check_settings(cfg: DictConfig) -> None:
     for part in ("launcher", "sweeper"):
         node = cfg.hydra[part]
         for key, rule in SETTING_RULES.get(str(node.get("_target_", "")).rsplit(".", 1)[-1], {}).items():
-            value = OmegaConf.select(node, key, default=None)
-            rule.check(f"hydra.{part}.{key}", value)
+            value = OmegaConf.select(node, key, default=_ABSENT)
+            if value is not _ABSENT:  # a key this launcher's config does not have is not passed on
+                rule.check(f"hydra.{part}.{key}", value)
 
 
 def sweep_variants(overrides: list[str]) -> list[list[str]]:
