@@ -38,6 +38,7 @@ from her_rl.run.signals import GRACE_S, StopSignals, resume_command
 
 SLOW_CALL_S = 10.0  # an env reset or step running this long is said once, while it runs
 
+
 def eval_due(eval_cfg: dict[str, Any], iteration: int, step: int, steps_this_iteration: int) -> bool:
     """Every ``every_env_steps`` env steps (the first iteration that crosses a multiple) when set,
     else every ``every_iterations`` iterations."""
@@ -317,12 +318,11 @@ class Trainer:
         that was deleted, moved or replaced by a link ends the run (exit 5) without a write there,
         naming where its last checkpoint is."""
         lost = self.plan.lock.lost() if self.plan.lock is not None else None
-        why = f"run folder {self.plan.out} {lost[0]}" if lost else None
-        if why is None and self.logger.lost():
-            why, lost = f"run folder {self.plan.out}: {self.logger.lost()}", (None, self.plan.out)
-        if why is None:
+        tb = None if lost else self.logger.lost()
+        if lost is None and tb is None:
             return
-        where = lost[1]
+        why, where = (f"run folder {self.plan.out} {lost[0]}", lost[1]) if lost else \
+            (f"run folder {self.plan.out}: {tb}", self.plan.out)
         if self.saved_at is None:
             kept = "no checkpoint had been written"
         elif where is None:
