@@ -3,8 +3,8 @@ a size that cannot fit is one line naming the size, the limit and the key to low
 or torch's allocation error (or, past physical memory, the kernel killing the process later).
 
 The limit is the smallest of the address-space limit (``ulimit -v``) less what the process has
-mapped, the cgroup's memory limit less its use (a container, a SLURM job), and the machine's
-physical memory.
+mapped, the cgroup's memory limit (a container, a SLURM job; not less its use, which counts page cache
+the kernel gives back), and the machine's physical memory.
 """
 
 from __future__ import annotations
@@ -36,11 +36,10 @@ def headroom() -> tuple[int, str] | None:
     mapped = _read_int(Path("/proc/self/statm"))
     if soft != resource.RLIM_INFINITY:
         found.append((soft - (mapped or 0) * page, "its address-space limit, ulimit -v"))
-    for limit, used in (("memory.max", "memory.current"),  # cgroup v2, then v1
-                        ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")):
+    for limit in ("memory.max", "memory/memory.limit_in_bytes"):  # cgroup v2, then v1
         cap = _read_int(Path("/sys/fs/cgroup") / limit)
         if cap is not None and cap < 2**60:
-            found.append((cap - (_read_int(Path("/sys/fs/cgroup") / used) or 0), "its cgroup's memory limit"))
+            found.append((cap, "its cgroup's memory limit"))
             break
     try:
         found.append((os.sysconf("SC_PHYS_PAGES") * page, "the machine's physical memory"))
