@@ -18,14 +18,20 @@ def _is_leaf(v: Any) -> bool:
     return isinstance(v, (tuple, list)) and len(v) == 2 and not isinstance(v[0], Mapping)
 
 
+def _leaf(v: Any) -> tuple[tuple[int, ...], np.dtype]:
+    shape, dtype = v
+    return ((int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)), np.dtype(dtype)
+
+
 def _nbytes(capacity: int, spec: Mapping) -> int:
+    """What ``_alloc`` would allocate, without allocating it."""
     total = 0
     for v in spec.values():
         if isinstance(v, Mapping):
             total += _nbytes(capacity, v)
         elif _is_leaf(v):
-            shape = (int(v[0]),) if isinstance(v[0], (int, np.integer)) else tuple(v[0])
-            total += capacity * int(np.prod(shape, dtype=object)) * np.dtype(v[1]).itemsize
+            shape, dtype = _leaf(v)
+            total += capacity * int(np.prod(shape, dtype=object)) * dtype.itemsize
     return total
 
 
@@ -35,9 +41,8 @@ def _alloc(capacity: int, spec: Mapping) -> dict:
         if isinstance(v, Mapping):
             out[name] = _alloc(capacity, v)
         elif _is_leaf(v):
-            shape, dtype = v
-            shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
-            out[name] = np.zeros((capacity, *shape), dtype=np.dtype(dtype))
+            shape, dtype = _leaf(v)
+            out[name] = np.zeros((capacity, *shape), dtype=dtype)
         else:
             raise ValueError(f"spec entry {name!r} must be (shape, dtype) or a dict, got {v!r}")
     return out
