@@ -245,6 +245,20 @@ class RunLock:
             return None
 
     @classmethod
+    def live_holder(cls, folder: Path) -> FolderBusy | None:
+        """The refusal a live her-run holding ``folder`` means, else None (no lock file, or one that is a
+        folder, a link or unreadable: no live run can be proven); the lock is not kept."""
+        try:
+            lock = cls.probe(folder)
+        except FolderBusy as busy:
+            return busy
+        except (ConfigError, OSError):
+            return None
+        if lock is not None:
+            lock.release()
+        return None
+
+    @classmethod
     def acquire(cls, folder: Path) -> RunLock:
         """Create the folder and its lock file if needed and lock it (refused if held)."""
         folder.mkdir(parents=True, exist_ok=True)

@@ -49,14 +49,9 @@ def check_sweep(cfg: DictConfig) -> None:
     rundir.folder_path(OmegaConf.to_container(cfg.hydra.sweep)["subdir"], "hydra.sweep.subdir")  # raw: job-time value
     rundir.check_folder(sweep, "sweep folder", rundir.is_sweep_folder)
     for job in sorted(sweep.glob(f"*/{rundir.LOCK}")) if sweep.is_dir() else ():  # another sweep still running here
-        try:
-            held = rundir.RunLock.probe(job.parent)
-        except rundir.FolderBusy as exc:
-            raise ConfigError(f"sweep folder {sweep} is in use by a live sweep: {exc}") from None
-        except (ConfigError, OSError):  # a lock that is not a file: the job's own run refuses it, one line
-            continue
-        if held is not None:
-            held.release()
+        busy = rundir.RunLock.live_holder(job.parent)
+        if busy is not None:
+            raise ConfigError(f"sweep folder {sweep} is in use by a live sweep: {busy}")
     check_settings(cfg)
     name, target = cfg.hydra.runtime.choices.get("hydra/launcher"), str(cfg.hydra.launcher.get("_target_", ""))
     package = LAUNCHER_PACKAGES.get(target.rsplit(".", 1)[-1])

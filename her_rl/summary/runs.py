@@ -43,18 +43,9 @@ class BadRun(ValueError):
 
 
 def _live(folder: Path) -> bool:
-    from her_rl.errors import ConfigError
-    from her_rl.folder.rundir import FolderBusy, RunLock
+    from her_rl.folder.rundir import RunLock
 
-    try:
-        lock = RunLock.probe(folder)
-    except FolderBusy:
-        return True
-    except (ConfigError, OSError):  # a lock that is a folder, a link or unreadable: no live run can be proven
-        return False
-    if lock is not None:
-        lock.release()
-    return False
+    return RunLock.live_holder(folder) is not None
 
 
 def _read_text(path: Path) -> str:
