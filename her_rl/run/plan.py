@@ -48,6 +48,7 @@ class Plan:
     ckpt_stamp: tuple[int, int] | None = None
     lock: rundir.RunLock | None = None
     fresh: bool = False  # the folder is new or empty: a start that fails to write leaves nothing there
+    made_below: Path | None = None  # the folder under which take_folder made every folder it made
 
     @property
     def checkpoint(self) -> Path:
@@ -63,7 +64,7 @@ class Plan:
         there, and write ``config.yaml`` and the history line of this start (or resume) at
         ``env_steps``; the folder is this run's from here on."""
         if self.lock is None:
-            self._made_below = next((p.parent for p in [*reversed(self.out.parents), self.out] if not p.exists()),
+            self.made_below = next((p.parent for p in [*reversed(self.out.parents), self.out] if not p.exists()),
                                     self.out.parent)  # a failed start removes the folders it made, no others
             try:
                 self.lock = rundir.RunLock.acquire(self.out)
@@ -99,7 +100,7 @@ class Plan:
             except OSError:
                 pass
         self.release()
-        rundir.remove_if_empty(self.out, stop_at=getattr(self, "_made_below", self.out.parent))
+        rundir.remove_if_empty(self.out, stop_at=self.made_below or self.out.parent)
 
     def release(self) -> None:
         if self.lock is not None:
