@@ -29,7 +29,7 @@ run: install
 	$(BIN)/her-run algo=her_dqn env=bitflip n=15
 
 test: install
-	$(BIN)/python -m pytest -q -n 2 --durations=15 tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15 tests
 
 # Side-by-side benchmarks against Stable-Baselines3 (a benchmark-only extra).
 $(VENV)/.bench: $(STAMP)

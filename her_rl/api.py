@@ -33,7 +33,7 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
     from her_rl.config.compose import check_group_names, choose, compose, hydra_message
     from her_rl.envs.custom import import_given
     from her_rl.config.overrides import single_job_dir
-    from her_rl.errors import ConfigError, one_line
+    from her_rl.errors import ConfigError, one_line, printable
     from her_rl.run.runner import run
 
     if isinstance(overrides, (str, bytes)) or not isinstance(overrides, Sequence):
@@ -53,7 +53,7 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
         import_given(overrides)  # env.id=module:Env-v0: its module registers the env the learner is chosen for
         choice = choose(overrides)
         if choice.line:
-            print(f"her-run: {choice.line}", flush=True)
+            print(printable(f"her-run: {choice.line}"), flush=True)
         overrides = choice.apply(overrides)
         cfg = compose(overrides)
     except (HydraException, OmegaConfBaseException) as exc:

@@ -7,8 +7,8 @@ one is named), then every value, the env's spaces, the run folder and the checkp
 (:func:`her_rl.run.plan.plan_run`). A single run is then trained here, from that one plan, with its
 folder locked from the check to the end; ``load=`` is evaluated here; a sweep's values, folder and
 launcher are checked (:mod:`her_rl.run.sweep`) and Hydra's launcher runs its jobs, each of which
-plans itself. A problem is one line ``her-run: error: ...`` (control characters escaped, a huge value
-cut to its ends) and exit status 2, with nothing created or written. A signal outside training ends
+plans itself. A problem is one line ``her-run: error: ...`` (control characters escaped, text from outside
+cut to the screen's width: :func:`her_rl.errors.printable`) and exit status 2, with nothing created or written. A signal outside training ends
 her-run with 128 + the signal and one line saying what is on disk (:class:`her_rl.run.signals.Stage`);
 training's own handlers do the same. Importing this module loads no torch, so the signals are
 her-run's from its first moment. ``--version`` is her-rl's; ``--help`` is Hydra's, with her-run's
@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import io
+import os
 import signal
 import sys
 from importlib.metadata import version
@@ -35,7 +36,8 @@ from her_rl.config.video import expand_overrides
 from her_rl.envs.custom import import_given
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, printable
 from her_rl.config.overrides import check_overrides, one_value_each
-from her_rl.run.sweep import check_sweep, objective, optuna_settings, sweep_variants
+from her_rl.run.launchers import gather_each_job
+from her_rl.run.sweep import check_sweep, isolates, objective, optuna_settings, run_isolated, sweep_variants
 from her_rl.rules import check_path
 from her_rl.run.signals import Stage, Stopped, early_stops, exit_at_once
 
@@ -52,13 +54,14 @@ _MODES = {"-m": "--multirun", "-c": "--cfg", "-i": "--info", "-sc": "--shell-com
 
 rundir.register_resolvers()  # ${run_suffix:} in hydra.run.dir, also in launcher worker processes
 _STAGE = Stage()  # how far this command got, for the line a signal that stops it ends with
+_SWEEP_PID: int | None = None  # her-run's own process, once it starts a sweep (a worker process of it has another)
 
 
 
 
 def _say(text: object) -> None:
     """The one place her-run prints a line of its own to stderr."""
-    print(f"her-run: {printable(text)}", file=sys.stderr, flush=True)
+    print(printable(f"her-run: {text}"), file=sys.stderr, flush=True)  # cut to the screen where outside text is long
 
 
 def _fail(message: object, code: int = 2) -> None:
@@ -159,10 +162,16 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     out, overrides = Path(hc.runtime.output_dir), list(hc.overrides.task)
     _STAGE.folder, _STAGE.sweep = out, Path(hc.sweep.dir)
     failures.clear(out)  # a new attempt in this folder
-    try:
-        return objective(run(cfg, out_dir=out, overrides=overrides), cfg.get("objective", "final_eval"))
-    except Exception as exc:  # one line and failed.json; the sweep goes on (every launcher, no sys.exit)
-        return failures.job_failed(out, exc, overrides)
+
+    def job() -> float | None:
+        try:
+            return objective(run(cfg, out_dir=out, overrides=overrides), cfg.get("objective", "final_eval"))
+        except Exception as exc:  # one line and failed.json; the sweep goes on (every launcher, no sys.exit)
+            return failures.job_failed(out, exc, overrides)
+
+    if isolates(hc.launcher, _SWEEP_PID):  # a joblib worker: a job whose process dies must not end the pool
+        return run_isolated(job, out, overrides, int(hc.job.num))
+    return job()
 
 
 def _help() -> None:
@@ -194,6 +203,7 @@ def _checked_argv(argv: list[str]) -> list[str]:
 
 
 def _main() -> None:
+    global _SWEEP_PID
     if "--version" in sys.argv[1:]:
         print(f"her-rl {version('her-rl')}")  # the installed package's metadata
         return
@@ -218,7 +228,8 @@ def _main() -> None:
     elif start is not None:
         _run_planned(start)
     else:
-        _STAGE.name = "sweep"
+        _STAGE.name, _SWEEP_PID = "sweep", os.getpid()
+        gather_each_job()  # Ray, submitit: a job whose process dies is one failed job, not the sweep's end
         _hydra_main()
         failures.exit_if_failed()  # a multirun whose jobs failed ends with one line, after its summary
     _STAGE.name = "done"
@@ -229,7 +240,7 @@ def _check_and_import(argv: list[str], overrides: list[str]):
     import_given(one_value_each(overrides))  # env.id=module:Env-v0: the module the user named registers the env
     choice = _choice(overrides, multirun=bool(set(argv) & set(_RUN_FLAGS)))
     if choice.line:
-        print(f"her-run: {choice.line}", flush=True)
+        print(printable(f"her-run: {choice.line}"), flush=True)
     sys.argv[1:] = argv = choice.apply(argv)  # a sweep's jobs are composed by Hydra from sys.argv
     return _preflight(argv)
 

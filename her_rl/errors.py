@@ -6,12 +6,26 @@ written; the other two end a run that had started.
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import signal
+import sys
 import unicodedata
-from typing import Any
+from typing import Any, Iterable
 
 
 WORD_MAX = 200  # an echoed value past this many characters is shortened to its ends
+SCREEN_FALLBACK, SCREEN_MIN = 120, 80  # columns where no terminal tells its width; never fewer
+OUTSIDE_WORD = 80  # a run of non-spaces this long is a value, an id or a message, not her-rl's own wording
+OUTSIDE_LONG = 80  # a marked message from outside longer than this may be cut (a shorter one is read whole)
+CUT_TO = 20  # text from outside is cut to no fewer characters than this: its two ends stay recognisable
+TRACE = 8  # an env's message, where her-rl's own wording leaves no room for CUT_TO, keeps this trace
+# (a key or value of the command line is never cut below CUT_TO: the line would no longer say which is meant)
+_MARKS_MAX = 16  # strings whole() and outside() remember, the latest kept
+_WHOLE: dict[str, None] = {}
+_OUTSIDE: dict[str, None] = {}
+_CONTROL = ("Cc", "Cf", "Cs", "Zl", "Zp")
 
 
 def one_line(text: Any) -> str:
@@ -19,19 +33,141 @@ def one_line(text: Any) -> str:
     return " ".join(str(text).split())
 
 
-def printable(text: Any) -> str:
-    """``text`` as one line a terminal shows as written: control and format characters escaped as
-    Python writes them (an ANSI sequence in a value is not run by the terminal), whitespace runs made
-    one space, and an over-long run of non-spaces (a value from a huge argv) cut to its ends."""
+def _remember(marks: dict[str, None], text: str) -> None:
+    marks.pop(text, None)
+    marks[text] = None
+    while len(marks) > _MARKS_MAX:
+        del marks[next(iter(marks))]
+
+
+def whole(text: str) -> str:
+    """``text`` as it is, remembered as a command the user must copy or a path the user needs whole: a
+    line :func:`printable` makes of it never cuts it, however wide (a cut command would run another)."""
+    if text:
+        _remember(_WHOLE, text)
+    return text
+
+
+def outside(text: str) -> str:
+    """``text`` as it is, remembered as text from outside her-rl (an env's exception message): a line
+    :func:`printable` makes of it that is wider than the screen is cut there first, if it is longer
+    than OUTSIDE_LONG."""
+    if len(text) > OUTSIDE_LONG:
+        _remember(_OUTSIDE, text)
+    return text
+
+
+def screen_width() -> int:
+    """Columns of the terminal (``COLUMNS``, else stdout's, else stderr's), SCREEN_FALLBACK where none
+    tells (a log file, a pipe), never fewer than SCREEN_MIN."""
+    columns = shutil.get_terminal_size((0, 0)).columns
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stderr__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return max(SCREEN_MIN, columns or SCREEN_FALLBACK)
+
+
+def _escaped(text: str, spaces: bool = True) -> str:
+    """Control and format characters as Python writes them; ``spaces``: newlines and tabs left as they are."""
+    return "".join(c.encode("unicode_escape").decode("ascii")
+                   if unicodedata.category(c) in _CONTROL and not (spaces and c in "\n\t") else c for c in text)
+
+
+def _pieces(text: str, keep: Iterable[str]) -> list[tuple[str, str]]:
+    """``text`` as ``(kind, text)`` pieces: ``whole`` (``keep`` and what :func:`whole` marked), ``outside``
+    (what :func:`outside` marked) and ``free``, in order."""
+    spans: list[tuple[int, int, str]] = []
+    for kind, marks in (("whole", [*keep, *_WHOLE]), ("outside", list(_OUTSIDE))):
+        for mark in filter(None, marks):
+            start, found = text.find(mark), 0
+            while start != -1 and found < _MARKS_MAX:  # a huge text of one mark repeated: its first few
+                end = start + len(mark)
+                if not any(s < end and start < e for s, e, _ in spans):
+                    spans.append((start, end, kind))
+                    found += 1
+                start = text.find(mark, end)
+    pieces, at = [], 0
+    for start, end, kind in sorted(spans):
+        if at < start:
+            pieces.append(("free", text[at:start]))
+        pieces.append((kind, text[start:end]))
+        at = end
+    if at < len(text):
+        pieces.append(("free", text[at:]))
+    return pieces
+
+
+def _cut(text: str, by: int, least: int = CUT_TO) -> str:
+    """``text`` shorter by ``by`` characters (to no fewer than ``least``), its middle made "…"."""
+    left = max(least, len(text) - by)
+    if left >= len(text):
+        return text
+    head = (left - 1) * 2 // 3
+    return f"{text[:head]}…{text[len(text) - (left - 1 - head):]}"
+
+
+def printable(text: Any, keep: Iterable[str] = (), width: int | None = None) -> str:
+    """``text`` as one line a terminal shows as written, cut to a screen's width where it embeds text
+    from outside.
+
+    Control and format characters are escaped as Python writes them (an ANSI sequence in a value is not
+    run by the terminal), whitespace runs made one space, an over-long run of non-spaces (a value from a
+    huge argv) cut to its ends. While the line is wider than ``width`` (None: :func:`screen_width`), text
+    from outside is cut in its middle ("…"), in this order: what :func:`outside` marked (if longer than
+    OUTSIDE_LONG: a short message is read whole) and runs of non-spaces of OUTSIDE_WORD characters or
+    more (values, ids), each to CUT_TO characters, then what :func:`outside` marked to TRACE; a line still longer than her-rl
+    writes itself (8 x WORD_MAX) in its longest stretch of text not kept. Never cut: ``keep`` and what
+    :func:`whole` marked (a command the user must copy, a path needed whole; escaped only); nor, but in
+    such a line, paths of up to WORD_MAX characters and her-rl's own words: a line of them and of short
+    values may stay wider than the screen."""
     text = str(text)
-    if len(text) > 20 * WORD_MAX:  # a 300 MB value: its ends are what is shown, so only they are escaped
-        text = f"{text[:10 * WORD_MAX]} … {text[-10 * WORD_MAX:]}"
-    escaped = "".join(c.encode("unicode_escape").decode("ascii")
-                      if c not in "\n\t " and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c
-                      for c in text)
-    words = [w if len(w) <= WORD_MAX else f"{w[:WORD_MAX - 50]}…{w[-49:]}" for w in one_line(escaped).split(" ")]
-    line = " ".join(words)
-    return line if len(line) <= 8 * WORD_MAX else f"{line[:7 * WORD_MAX]}…{line[-WORD_MAX:]}"
+    width = min(screen_width() if width is None else int(width), 8 * WORD_MAX)
+    segments: list[list[str]] = []  # [kind, text]: whole, path, outside, value (a long word), word or space
+    for kind, piece in _pieces(text, keep):
+        if kind == "whole":
+            segments.append(["whole", _escaped(piece, spaces=False)])
+            continue
+        if len(piece) > 20 * WORD_MAX:  # a 300 MB value: its ends are what is shown, so only they are escaped
+            piece = f"{piece[:10 * WORD_MAX]}…{piece[-10 * WORD_MAX:]}"
+        clean = re.sub(r"\s+", " ", _escaped(piece))
+        words = [(w if len(w) <= WORD_MAX else f"{w[:WORD_MAX - 50]}…{w[-49:]}", "/" in w and len(w) <= WORD_MAX)
+                 for w in clean.split(" ")]
+        if kind == "outside":
+            segments.append(["outside", " ".join(w for w, _ in words)])
+            continue
+        for i, (word, path) in enumerate(words):
+            if i:
+                segments.append(["space", " "])
+            if word:
+                segments.append(["path" if path else "value" if len(word) >= OUTSIDE_WORD else "word", word])
+    while segments and segments[0][0] == "space":
+        segments.pop(0)
+    while segments and segments[-1][0] == "space":
+        segments.pop()
+    over = sum(len(t) for _, t in segments) - width
+    # outside text to its ends first, then to a trace where her-rl's own wording leaves it little room
+    for kind, least in (("outside", CUT_TO), ("value", CUT_TO), ("outside", TRACE)):
+        for segment in sorted((s for s in segments if s[0] == kind and len(s[1]) > least), key=lambda s: -len(s[1])):
+            if over <= 0:
+                break
+            before = len(segment[1])
+            segment[1] = _cut(segment[1], over, least)
+            over -= before - len(segment[1])
+    if over + width > 8 * WORD_MAX:  # still longer than her-rl writes: many short words (or paths) from outside
+        runs: list[list[int]] = []
+        for i, (kind, _) in enumerate(segments):
+            if kind != "whole":
+                if runs and runs[-1][-1] == i - 1:
+                    runs[-1].append(i)
+                else:
+                    runs.append([i])
+        if runs:
+            run = max(runs, key=lambda r: sum(len(segments[i][1]) for i in r))
+            merged = "".join(segments[i][1] for i in run)
+            segments[run[0]:run[-1] + 1] = [["word", _cut(merged, over)]]
+    return "".join(t for _, t in segments)
 
 
 class ConfigError(ValueError):
@@ -78,8 +214,9 @@ class Interrupt(KeyboardInterrupt):
 
 def raised_by_code(exc: BaseException) -> bool:
     """Whether ``exc``, caught around a call into an env or other foreign code, came from that code:
-    anything but her-rl's own :class:`Interrupt` and a Ctrl-C under Python's own SIGINT handler."""
-    if isinstance(exc, Interrupt) or isinstance(exc, GeneratorExit):
+    anything but her-rl's own :class:`Interrupt` and a Ctrl-C under Python's own SIGINT handler. A
+    ``GeneratorExit`` out of a call is the code's own too (Python throws it only into a suspended generator)."""
+    if isinstance(exc, Interrupt):
         return False
     if isinstance(exc, KeyboardInterrupt):
         return signal.getsignal(signal.SIGINT) is not signal.default_int_handler  # her-rl's handler: not a Ctrl-C
@@ -87,4 +224,4 @@ def raised_by_code(exc: BaseException) -> bool:
 
 
 __all__ = ["CheckpointError", "ConfigError", "EnvError", "Interrupt", "NonFiniteError", "OutputError", "one_line",
-           "printable", "raised_by_code"]
+           "outside", "printable", "raised_by_code", "screen_width", "whole"]

@@ -347,3 +347,61 @@ def test_a_huge_value_in_a_run_file_is_a_short_warning(home, capsys):
     assert summary_main([str(home / "sweep")]) == 0
     err = capsys.readouterr().err
     assert "metrics unreadable" in err and max(len(line) for line in err.splitlines()) <= 1600, len(err)
+
+
+# ---- the corpus of issue 54 (bench/attacks.py): run folders mid-run, user envs, launchers, sweepers and
+# foreign folders, each attack in a sandbox of its own and held to five rules at once: nothing written
+# outside the run folders it names (the decoy folder byte for byte), no traceback, no hang, no foreign
+# module imported, an exit status the docs name; and the status and words the attack expects.
+
+from bench import attacks  # noqa: E402
+
+DOCUMENTED = attacks.documented_exit_codes()
+
+
+def test_the_exit_statuses_the_docs_name_are_read_from_the_docs():
+    assert {0, 2, 3, 4, 5, 129, 130, 143} <= DOCUMENTED["her-run"] and 1 not in DOCUMENTED["her-run"]
+    assert DOCUMENTED["sweep"] == DOCUMENTED["her-run"] | {1}  # a sweep whose failed jobs disagree
+    assert DOCUMENTED["her-summary"] == {0, 1, 2}
+
+
+def test_the_corpus_covers_every_category():
+    counts = {c: sum(a.category == c for a in attacks.ATTACKS) for c in attacks.CATEGORIES}
+    assert all(n >= 4 for n in counts.values()) and sum(counts.values()) >= 40, counts
+
+
+def test_the_rules_catch_what_they_are_for(tmp_path, trained):
+    """A canary: a hook that writes into the decoy and beside the run, imports a sentinel, leaves a
+    thread running and raises breaks all five rules, and the harness says so."""
+    def canary(sb):
+        def hook():
+            import sys
+            import threading
+
+            (sb.decoy / "notes.txt").write_text("changed\n")
+            (sb.work / "stray.txt").write_text("x")
+            sys.path.insert(0, str(sb.work))
+            try:
+                __import__("evilmod")
+            except ImportError:
+                pass
+            threading.Thread(target=threading.Event().wait, daemon=False, name="canary").start()
+            raise RuntimeError("canary")
+        return attacks.Setup(["her-run", "n=4"], hook=hook)
+
+    attack = attacks.Attack("canary", "user env", canary, 0)
+    result = attacks.run_attack(attack, tmp_path, trained, DOCUMENTED, exit_wait=0.5)
+    assert set(result.broken) == set(attacks.RULES), result.broken
+    assert "decoy" in result.broken["writes"] and "work/stray.txt" in result.broken["writes"]
+    assert result.broken["import"] == "evilmod" and "canary" in result.broken["hang"]
+    assert result.expected is not None
+
+
+@pytest.mark.parametrize("attack", [
+    pytest.param(a, id=f"{a.category}: {a.name}",
+                 marks=[pytest.mark.xfail(strict=True, reason=a.defect)] if a.defect else [])
+    for a in attacks.ATTACKS])
+def test_an_attack_keeps_all_five_rules(tmp_path, trained, attack):
+    result = attacks.run_attack(attack, tmp_path, trained, DOCUMENTED)
+    assert not result.broken, result.broken
+    assert result.expected is None, result.expected

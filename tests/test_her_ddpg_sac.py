@@ -13,7 +13,6 @@ import torch.nn as nn
 from gymnasium import spaces
 
 from her_rl.algos.her_ddpg import HerDDPG
-from her_rl.rl.forked_half import can_fork
 from her_rl.rl.goal import from_env_actions, to_env_actions
 from her_rl.errors import ConfigError
 from her_rl.config.compose import compose
@@ -299,10 +298,9 @@ def test_sac_refuses_discrete_envs_and_round_trips_its_state():
     _round_trip(_sac)
 
 
-@pytest.mark.parametrize("update", [[], ["algo.simultaneous=true", "algo.critic_threads=2"],
-                                    pytest.param(["algo.simultaneous=true", "algo.critic_threads=2", "algo.actor_half=process"],
-                                                 marks=pytest.mark.skipif(not can_fork(), reason="needs Linux"))],
-                         ids=["plain", "simultaneous", "simultaneous-forked"])
+# The simultaneous update with its actor's half forked gives the numbers of the threaded one, which gives
+# those of one thread (tests/test_her_sac_simultaneous.py), so one learning run covers all three places.
+@pytest.mark.parametrize("update", [[], ["algo.simultaneous=true", "algo.critic_threads=2"]], ids=["plain", "simultaneous"])
 def test_her_sac_solves_a_small_continuous_push(tmp_path, update):
     # measured: solved (>= 0.9) after 25,200 env steps, ~30 s on a 2-core machine at load 10
     cfg = compose(["algo=her_sac", *SMALL_PUSH, "algo.hidden=[64,64]", "algo.batch_size=128",

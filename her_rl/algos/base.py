@@ -22,7 +22,9 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from her_rl.config.registry import RUNTIME_ARGS
+from her_rl.config.checks import probe_env
+from her_rl.config.registry import RUNTIME_ARGS, EnvSpaces
+from her_rl.rl.memory import check_env_copies
 from her_rl.rules import Rule, check_values
 
 
@@ -58,9 +60,28 @@ class Learner:
     def __post_init__(self) -> None:
         if not self.checked:  # a planned run's values were checked once, by its plan
             self.check_config(self.hyperparameters())
+        if not self.inference:  # load= and predict collect nothing: one copy reads the spaces
+            self.check_collection()
         self.device = torch.device(self.device)
         # the learner's own draws (policy samples, noise, minibatches): the global RNG may be anyone's
         self.generator = torch.Generator(device=self.device).manual_seed(int(self.seed))
+
+    def collection(self, env_spaces: EnvSpaces) -> tuple[int, int, int, str] | None:
+        """What one iteration collects, from the config and the env's probed spaces alone: ``(env
+        copies, vector steps it keeps of each, bytes of those steps' arrays, the keys that set them)``;
+        None: nothing to size."""
+        return None
+
+    def check_collection(self) -> None:
+        """The training copies and what one iteration keeps of them, sized against the memory the process
+        may use before any copy is built (a saved config's too: a resume builds its learner here)."""
+        env_spaces = probe_env(self.env)  # once per env config and process: a plan's probe is reused
+        found = self.collection(env_spaces)
+        if found is not None:
+            copies, steps, nbytes, lower = found
+            check_env_copies(copies, env_spaces.observation_space, env_spaces.action_space,
+                             f"a batched env of {copies:,} training copies of {self.env.get('id')} with the {steps:,} "
+                             "steps of each one iteration keeps", lower, nbytes)
 
     def hyperparameters(self) -> dict[str, Any]:
         """The config keys and their values: every field but the runner's own arguments."""

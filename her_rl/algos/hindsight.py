@@ -40,8 +40,9 @@ from her_rl.rl.side_by_side import SideBySide
 from her_rl.rl.updates import clip_to_return_range, polyak_update, td_target, update_precision
 from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, Rule, choice,
                           integer, optional)
-from her_rl.rl.goal import (GoalInputs, action_space_for, batch_tensors, collect_episodes, hindsight_memory,
-                            to_env_actions)
+from her_rl.config.registry import EnvSpaces
+from her_rl.rl.goal import (GoalInputs, action_space_for, batch_tensors, collect_episodes, episode_bytes,
+                            hindsight_memory, to_env_actions)
 
 PRECISIONS = ("float32", "bfloat16")
 
@@ -146,6 +147,15 @@ class HindsightLearner(Learner):
         for net, target in self.TARGETS.items():
             getattr(self, target).load_state_dict(getattr(self, net).state_dict())
             getattr(self, target).requires_grad_(False)
+
+    def collection(self, env_spaces: EnvSpaces) -> tuple[int, int, int, str] | None:
+        """A cycle's lock-step episodes: one per copy, each up to the env's horizon."""
+        horizon = env_spaces.horizon
+        if horizon is None or not env_spaces.goal_env:
+            return None  # goal_env_spec refuses the env with its own line
+        copies = cycle_episodes(self.episodes_per_cycle, horizon)
+        return (copies, horizon + 1, episode_bytes(copies, horizon, env_spaces.observation_space,
+                                                   env_spaces.action_space), "algo.episodes_per_cycle")
 
     # -- what a learner writes -----------------------------------------------------------------
     def build(self) -> None:

@@ -32,8 +32,10 @@ import torch
 from her_rl.agent import IterationResult
 from her_rl.algos.base import Learner
 from her_rl.algos.onpolicy_actor import ActorNet, ObsProcessor, check_spaces
-from her_rl.algos.rollout import Rollout, RolloutCollector
+from her_rl.algos.rollout import Rollout, RolloutCollector, rollout_bytes
+from her_rl.config.registry import EnvSpaces
 from her_rl.envs import make_vec
+from her_rl.errors import printable
 from her_rl.rl.success import SuccessRule
 from her_rl.rl.losses import EntropyLoss
 from her_rl.rl.nets import ACTIVATIONS, mlp
@@ -98,7 +100,21 @@ class OnPolicyLearner(Learner):
         self.iteration = 0
         self.build()
 
+    def collection(self, env_spaces: EnvSpaces) -> tuple[int, int, int, str] | None:
+        """A rollout of :meth:`rollout_steps` vector steps of ``num_envs`` copies."""
+        check_spaces(self.NAME, env_spaces.observation_space, env_spaces.action_space)  # what ObsProcessor reads
+        steps, key = self.rollout_steps(env_spaces.horizon)
+        dim = ObsProcessor(env_spaces.observation_space).dim
+        heads = self.VALUE_HEADS if self.has_critic() else 1  # without a critic: one head of zeros
+        return (self.num_envs, steps + 1, rollout_bytes(self.num_envs, steps, dim, env_spaces.action_space, heads),
+                f"algo.num_envs or algo.{key}" if key else "algo.num_envs")
+
     # -- what a learner writes -----------------------------------------------------------------
+    def rollout_steps(self, horizon: int | None) -> tuple[int, str | None]:
+        """The most vector steps one rollout holds (``horizon``: the env's episode cap, None: unknown),
+        and the algo key that sets them (None: the env's cap does)."""
+        raise NotImplementedError
+
     def has_critic(self) -> bool:
         return True
 
@@ -142,8 +158,8 @@ class OnPolicyLearner(Learner):
             why = f"the state of env '{self.env['id']}' cannot be saved"
         else:
             return
-        print(f"her-run: warning: {why}: the resumed training episodes restart, so this run will not end "
-              "exactly as one that never stopped", file=sys.stderr, flush=True)
+        print(printable(f"her-run: warning: {why}: the resumed training episodes restart, so this run will not end "
+                        "exactly as one that never stopped"), file=sys.stderr, flush=True)
 
 
 def iteration_seed(seed: int, iteration: int) -> int:

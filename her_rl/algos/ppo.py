@@ -71,6 +71,9 @@ class PPOLearner(OnPolicyLearner):
             raise ConfigError("algo.anneal_steps=null is not allowed with lr_anneal or clip_anneal: annealing needs "
                               "the env steps until lr/clip reach 0 (an integer >= 1)")
 
+    def rollout_steps(self, horizon: int | None) -> tuple[int, str]:
+        return self.num_steps, "num_steps"
+
     def build(self) -> None:
         self.params = list(self.actor.parameters()) + list(self.critic.parameters())
         self.optimizer = torch.optim.Adam(self.params, lr=self.lr, eps=1e-5, fused=True)

@@ -57,6 +57,11 @@ class Reinforce(OnPolicyLearner):
     max_episode_steps: int = 100_000
     """Safety cap on one batch of episodes."""
 
+    def rollout_steps(self, horizon: int | None) -> tuple[int, str | None]:
+        if horizon is not None and horizon <= self.max_episode_steps:
+            return horizon, None  # one episode each: the env's own cap, which no algo key lowers
+        return self.max_episode_steps, "max_episode_steps"
+
     def has_critic(self) -> bool:
         return self.baseline == "critic"
 

@@ -101,6 +101,10 @@ class RNDPPO(PPOLearner):
         if "gamma" in values:
             raise ConfigError("rnd_ppo has gamma_ext and gamma_int instead of gamma")
 
+    def rollout_steps(self, horizon: int | None) -> tuple[int, str]:
+        init = self.rnd_init_steps if self.rnd_whiten else 0  # the random-policy rollout build collects first
+        return (init, "rnd_init_steps") if init > self.num_steps else (self.num_steps, "num_steps")
+
     def build(self) -> None:
         super().build()
         self.rnd = RND(self.obs_proc.dim, self.rnd_hidden, self.rnd_embed_dim, lr=self.rnd_lr, gamma_int=self.gamma_int,

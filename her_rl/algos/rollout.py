@@ -33,6 +33,7 @@ import torch
 from her_rl.algos.onpolicy_actor import ActorNet, ObsProcessor
 from her_rl.envs.state import env_state, restore_env_state
 from her_rl.errors import ConfigError
+from her_rl.rl.memory import space_bytes
 from her_rl.rl.returns import gae
 from her_rl.rl.success import SuccessRule
 
@@ -88,6 +89,15 @@ class Rollout:
     def take(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
         """Rows ``index`` (see :meth:`valid_index`) of a ``[T, N, ...]`` tensor, as ``[B, ...]``."""
         return x.reshape(-1, *x.shape[2:])[index]
+
+
+def rollout_bytes(copies: int, steps: int, dim: int, action_space: gym.Space, heads: int) -> int:
+    """Bytes of a :class:`Rollout` of ``steps`` vector steps of ``copies`` envs with ``dim`` inputs, from
+    the sizes alone; twice its tensors, as :meth:`RolloutCollector.collect` holds each step's until it
+    stacks them."""
+    actions = space_bytes(action_space, 8 if isinstance(action_space, gym.spaces.Discrete) else 4)
+    per_step = 2 * 4 * dim + 4 * heads + actions + 4 + 4 + 3  # obs and obs_raw, values, actions, logp, reward, flags
+    return 2 * int(copies) * (int(steps) + 1) * per_step
 
 
 ActFn = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]

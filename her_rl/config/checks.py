@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from her_rl.config import schema
-from her_rl.errors import ConfigError, one_line
+from her_rl.errors import ConfigError, one_line, outside
 from her_rl.config.registry import EnvSpaces, check_pairing
 from her_rl.rules import RuleError
 
@@ -68,11 +68,11 @@ def _probe_failure(env: dict[str, Any], exc: ConfigError) -> ConfigError:
     if cause is None:  # an unknown or unimported id, a missing extra: make_vec's own line says it
         return exc
     if isinstance(cause, gym.error.DependencyNotInstalled):
-        return ConfigError(f"env.id '{env_id}' needs packages that are not installed: {one_line(cause)}")
+        return ConfigError(f"env.id '{env_id}' needs packages that are not installed: {outside(one_line(cause))}")
     if isinstance(cause, (TypeError, ValueError)):
-        why = one_line(cause).split(" was raised from the environment creator")[0]  # gymnasium repeats the kwargs
+        why = outside(one_line(cause).split(" was raised from the environment creator")[0])  # gymnasium repeats kwargs
         return ConfigError(f"env.kwargs={kwargs} rejected by '{env_id}': {why}")
-    return ConfigError(f"cannot make env '{env_id}' with env.kwargs={kwargs}: {one_line(cause)}")
+    return ConfigError(f"cannot make env '{env_id}' with env.kwargs={kwargs}: {outside(one_line(cause))}")
 
 
 def probe_env(env: dict[str, Any]) -> EnvSpaces:
@@ -88,7 +88,7 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
     from her_rl.envs import make_vec
     from her_rl.envs.custom import registered_id
     from her_rl.envs.families import ensure_registered
-    from her_rl.rl.goal import ARRAY_SPACES, GOAL_KEYS, extra_keys, goal_carrier
+    from her_rl.rl.goal import ARRAY_SPACES, GOAL_KEYS, episode_horizon, extra_keys, goal_carrier
 
     ensure_registered(env["id"], env.get("name"))  # Fetch ids: gymnasium-robotics registers them, or one line
     # Only registered ids, never an import here: a "module:Env-v0" id's module must already be imported.
@@ -112,11 +112,15 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
         actions = copy.deepcopy(made.action_space)
         actions.seed(0)
         made.step(actions.sample())
+        try:
+            horizon = episode_horizon(made, env)
+        except Exception:  # noqa: BLE001  (a user's attribute that raises or is no number: the horizon is unknown)
+            horizon = None
     finally:
         made.close()
     if len(_PROBED) >= 32:
         _PROBED.clear()
-    _PROBED[key] = EnvSpaces(observation_space=obs, action_space=act, goal_env=bool(goal))
+    _PROBED[key] = EnvSpaces(observation_space=obs, action_space=act, goal_env=bool(goal), horizon=horizon)
     return _PROBED[key]
 
 
@@ -148,6 +152,8 @@ def check(data: dict[str, Any], sources: dict[str, str] | None = None,
     """Check a resolved config (``sources``: the interpolation each value came from, to name it in
     an error; ``overrides``: the command's, to name a ``~KEY`` that deleted a required key); raise
     ConfigError on the first invalid value; return the env's probed spaces."""
+    from her_rl.rl.memory import check_env_copies  # her_rl.rl loads torch: her-run imports this module at its start
+
     schema.check_required(data, overrides, learner=False)  # a saved config may predate a hyperparameter
     try:
         schema.check(data)
@@ -157,6 +163,10 @@ def check(data: dict[str, Any], sources: dict[str, str] | None = None,
     check_device(data["device"])
     env_spaces = probe_env(data["env"])
     check_pairing(data["algo"]["name"], data["env"]["name"], data["env"]["id"], env_spaces)
+    # training and load= both evaluate in this many copies; the learner sizes its own training copies
+    episodes = int(data["eval"]["episodes"])
+    check_env_copies(episodes, env_spaces.observation_space, env_spaces.action_space,
+                     f"a batched env of {episodes:,} evaluation copies of {data['env']['id']}", "eval.episodes")
     return env_spaces
 
 

@@ -30,7 +30,7 @@ from her_rl.config.overrides import check_overrides, sweep_values
 from her_rl.config.registry import algo_info, check_env_name, learner_for
 from her_rl.envs.families import settings_names
 from her_rl.config.video import expand_overrides
-from her_rl.errors import ConfigError, one_line
+from her_rl.errors import ConfigError, one_line, outside
 
 _EXTRAS = {"hydra/launcher/ray": "ray", "hydra/launcher/joblib": "launchers", "hydra/sweeper/optuna": "tune",
            "hydra/launcher/submitit_local": "launchers", "hydra/launcher/submitit_slurm": "launchers"}
@@ -209,8 +209,9 @@ def hydra_message(exc: BaseException, overrides: list[str]) -> str:
     text = str(exc)
     if isinstance(exc, OverrideParseException):
         bad = _malformed(overrides)
-        return (f"malformed override {bad!r}: " if bad else "malformed override: ") + one_line(text.splitlines()[0]) \
-            + " (override grammar: https://hydra.cc/docs/advanced/override_grammar/basic)"
+        # Hydra's words and the override are the command line's: a screen-wide line cuts them first
+        return (f"malformed override {outside(repr(bad))}: " if bad else "malformed override: ") \
+            + outside(one_line(text.splitlines()[0])) + " (override grammar: https://hydra.cc/docs/advanced/override_grammar/basic)"
     found = re.match(r"Could not override '([^']+)'", text)
     if found:
         key, cause = found.group(1), str(exc.__cause__ or "")

@@ -36,6 +36,8 @@ class EnvSpaces:
     action_space: spaces.Space
     goal_env: bool
     """Dict observation with observation/achieved_goal/desired_goal and a ``compute_reward``."""
+    horizon: int | None = None
+    """The longest an episode lasts, where known (its time limit): what one copy's collection may hold."""
 
 
 ALGOS: dict[str, AlgoInfo] = {

@@ -22,7 +22,7 @@ from her_rl.envs.families import ensure_registered
 from her_rl.envs.fetch import GoalVectorEnv, NoBlockToHold, cache_joint_lookups, start_in_gripper
 from her_rl.envs.push import PushEnv, PushVectorEnv
 from her_rl.envs.table_settings import check_table_kwargs
-from her_rl.errors import ConfigError, raised_by_code
+from her_rl.errors import ConfigError, one_line, outside, raised_by_code
 
 _OURS = {
     "her_rl/BitFlip-v0": "her_rl.envs.bitflip:BitFlip",
@@ -60,7 +60,7 @@ def _not_made(env_id: str, given: dict[str, Any], exc: BaseException) -> ConfigE
     are the config's (the probe in her_rl.config.checks words them); anything else the constructor raised
     is the env's own fault, one line naming where."""
     if isinstance(exc, (gym.error.Error, ImportError)) or (isinstance(exc, (TypeError, ValueError)) and given):
-        return ConfigError(f"cannot make env '{env_id}': {' '.join(str(exc).split())}")  # one line
+        return ConfigError(f"cannot make env '{env_id}': {outside(one_line(exc))}")
     return raised(env_id, "the constructor", exc)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from gymnasium import spaces
 
 from her_rl.envs.output_checks import check_obs, check_reset, check_rewards, check_step
-from her_rl.errors import ConfigError, EnvError, one_line, raised_by_code
+from her_rl.errors import ConfigError, EnvError, one_line, outside, printable, raised_by_code
 
 
 class EnvFault(EnvError, ConfigError):
@@ -64,7 +64,7 @@ def _where(exc: BaseException) -> str:
 
 def raised(env_id: str, what: str, exc: BaseException) -> EnvFault:
     """``env ID: WHAT raised Type: message (file.py:line)``."""
-    text = one_line(exc).split(" was raised from the environment creator")[0][:300]  # gymnasium repeats kwargs
+    text = outside(one_line(exc).split(" was raised from the environment creator")[0][:300])  # gymnasium repeats kwargs
     return EnvFault(f"env {env_id}: {what} raised {type(exc).__name__}{': ' + text if text else ''}{_where(exc)}")
 
 
@@ -179,9 +179,9 @@ def _reward_rule(env_id: str, carrier: Any, goal_ndim: int) -> None:
                     raise
                 raise raised(env_id, "compute_reward", exc) from None
             per_goal[0] = True
-            print(f"her-run: warning: env {env_id}: compute_reward fails on a batch of goals "
-                  f"({type(exc).__name__}: {one_line(exc)[:120]}) but takes one goal at a time: it is called "
-                  "per goal (slower relabelling)", file=sys.stderr, flush=True)
+            print(printable(f"her-run: warning: env {env_id}: compute_reward fails on a batch of goals "
+                            f"({type(exc).__name__}: {outside(one_line(exc)[:120])}) but takes one goal at a time: "
+                            "it is called per goal (slower relabelling)"), file=sys.stderr, flush=True)
         achieved = args[0] if args else kwargs.get("achieved_goal")
         batch = np.shape(achieved)[:max(0, np.ndim(achieved) - goal_ndim)]
         if batch:  # every batch HER sends (a shape and a dtype: nothing per goal); the env's own step asks one goal

@@ -18,8 +18,9 @@ from typing import Iterable
 import gymnasium as gym
 
 from her_rl.envs.families import split_id
-from her_rl.errors import ConfigError
+from her_rl.errors import ConfigError, outside, raised_by_code
 
+_ADDED: set[str] = set()  # folders her-rl put on sys.path for a user's module (kept at its end between imports)
 MISSING = "???"  # OmegaConf's mandatory value, as a resolved config holds it (env=gym's id)
 
 
@@ -28,17 +29,28 @@ def import_env_module(env_id: str) -> None:
     module, name = split_id(env_id)
     if module is None:
         return
-    if os.getcwd() not in sys.path and "" not in sys.path:  # as `python -m`: modules of the current folder
-        sys.path.insert(0, os.getcwd())
+    here = os.getcwd()
+    ours = "" not in sys.path and (here not in sys.path or here in _ADDED)
+    if ours:  # as `python -m`: modules of the current folder, first for this import
+        if here in sys.path:
+            sys.path.remove(here)
+        sys.path.insert(0, here)
+        _ADDED.add(here)
     try:
         importlib.import_module(module)
     except ModuleNotFoundError as exc:
         missing = f" (module '{exc.name}' not found)" if exc.name and exc.name != module else ""
         raise ConfigError(f"env.id '{env_id}': cannot import module '{module}'{missing}; it must be importable "
                           "from the current directory or an installed package (check PYTHONPATH)") from None
-    except Exception as exc:  # noqa: BLE001  (the user's module may raise anything at import)
-        why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    except BaseException as exc:  # noqa: BLE001  (the user's module may raise anything at import, sys.exit() too)
+        if not raised_by_code(exc):
+            raise
+        why = outside(" ".join(f"{type(exc).__name__}: {exc}".split())[:300])
         raise ConfigError(f"env.id '{env_id}': importing module '{module}' failed: {why}") from None
+    finally:
+        if ours and here in sys.path:  # then last: a library her-rl imports later (matplotlib, imageio, ...) is
+            sys.path.remove(here)  # never a module of the same name in the current folder; the user's own
+            sys.path.append(here)  # modules that are not installed are still found there
     if name not in gym.registry:
         raise ConfigError(f"env.id '{env_id}': module '{module}' was imported but registers no env '{name}' "
                           f"(call gymnasium.register(id='{name}', entry_point=...) at its top level)")

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator
 
 import gymnasium as gym
 
-from her_rl.errors import ConfigError
+from her_rl.errors import ConfigError, outside
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,7 @@ def load(family: Family, label: str) -> None:
     except ConfigError:
         raise
     except Exception as exc:  # noqa: BLE001  (a broken install raises anything at import)
-        why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        why = outside(" ".join(f"{type(exc).__name__}: {exc}".split())[:300])
         raise ConfigError(f"{label}: importing {family.module} failed ({why}): {family.install}") from None
     if family.quiet_construction and family.module not in _WRAPPED:
         for spec in gym.registry.values():

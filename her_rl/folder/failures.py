@@ -21,12 +21,19 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, one_line, printable
+from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, one_line, outside, printable
 from her_rl.folder.parse import json_value
 from her_rl.folder.rundir import FAILED, FolderBusy
 _SLACK_S = 1.0  # file times come from a coarse kernel clock: a job's file may look a little older than the sweep
 # The sweep this process launched; "unrecorded": failed jobs of this process whose failed.json could not be written.
 _sweep: dict[str, Any] = {"start": None, "failures": [], "jobs": 0, "unrecorded": []}
+
+
+class JobDied(RuntimeError):
+    """A sweep job whose process ended without handing back its result (``os._exit``, a crash, a kill):
+    the line names the job and how its process ended."""
+
+    exit_code = 1
 
 
 def in_multirun() -> bool:
@@ -39,11 +46,11 @@ def in_multirun() -> bool:
 def describe(exc: BaseException) -> tuple[str, int]:
     """One line and the exit status for a job's error; an unexpected one names its type and where it
     was raised (the user's env, most likely), not a traceback."""
-    if isinstance(exc, (ConfigError, EnvError, NonFiniteError, OutputError)):
+    if isinstance(exc, (ConfigError, EnvError, NonFiniteError, OutputError, JobDied)):
         return one_line(exc), exc.exit_code
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" (raised at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
-    return f"{type(exc).__name__}: {one_line(exc)[:300]}{where}", 1
+    return f"{type(exc).__name__}: {outside(one_line(exc)[:300])}{where}", 1
 
 
 def clear(out: Path) -> None:
@@ -68,7 +75,8 @@ def record(out: Path, line: str, code: int, overrides: list[str]) -> bool:
         write_atomic_text(path, text)
         return True
     except OSError as exc:
-        print(f"her-run: warning: cannot record the failure in {path}: {exc.strerror or exc}", file=sys.stderr)
+        print(printable(f"her-run: warning: cannot record the failure in {path}: {exc.strerror or exc}"),
+              file=sys.stderr)
         return False
 
 
@@ -143,5 +151,5 @@ def exit_if_failed() -> None:
     sys.exit(codes.pop() if len(codes) == 1 else 1)
 
 
-__all__ = ["FAILED", "clear", "describe", "end_sweep", "exit_if_failed", "in_multirun", "job_failed", "read",
-           "record", "start_sweep"]
+__all__ = ["FAILED", "JobDied", "clear", "describe", "end_sweep", "exit_if_failed", "in_multirun", "job_failed",
+           "read", "record", "start_sweep"]

@@ -139,6 +139,8 @@ def _from_events(tb_dir: Path) -> dict[str, list[Point]]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     logging.getLogger("tensorboard").setLevel(logging.ERROR)  # "No path found after ..." at the end of a file
+    if any(p.is_symlink() or not p.is_file() for p in tb_dir.iterdir() if "tfevents" in p.name):
+        return {}  # an event file that is a FIFO would block the read for ever; a link may lead anywhere
     acc = EventAccumulator(str(tb_dir), size_guidance={"scalars": 0})
     acc.Reload()
     out = {}

@@ -10,7 +10,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from her_rl.errors import ConfigError, one_line
+from her_rl.errors import ConfigError, one_line, outside
 from her_rl.folder.parse import YAML_MAX_CHARS, yaml_checked
 from her_rl.folder.rundir import CONFIG
 
@@ -33,7 +33,7 @@ def read_saved_config(out: Path) -> dict[str, Any]:
             raise ValueError(f"more than {YAML_MAX_CHARS:,} bytes, larger than any her-rl config")
         saved = OmegaConf.to_container(OmegaConf.create(yaml_checked(data.decode("utf-8"))), resolve=False)
     except Exception as exc:  # noqa: BLE001  (unreadable, not YAML, not UTF-8)
-        raise ConfigError(f"resume=auto: cannot read {out / CONFIG} ({one_line(exc)[:200]}); move it away to start "
+        raise ConfigError(f"resume=auto: cannot read {out / CONFIG} ({outside(one_line(exc)[:200])}); move it away to start "
                           "a new run there") from None
     if not isinstance(saved, dict) or not isinstance(saved.get("algo"), dict) or not isinstance(saved.get("env"), dict):
         raise ConfigError(f"resume=auto: {out / CONFIG} is not a her-rl run's config; move it away to start a new "

@@ -30,6 +30,7 @@ RESULTS = "results.json"
 LOCK = ".her-run.lock"
 FAILED = "failed.json"  # a sweep job that failed: its one-line reason (her_rl/folder/failures.py)
 HISTORY = "history.jsonl"
+HISTORY_MAX = 64 * 2**20  # bytes: one line of a few kB per start or resume
 SWEEP_FILE = "multirun.yaml"  # Hydra writes it first into every sweep folder
 SUFFIX_RESOLVER = "run_suffix"
 SWEPT_RESOLVER = "swept_dirname"
@@ -132,6 +133,10 @@ def check_run_files(folder: Path) -> None:
     if not history.exists():
         return
     try:
+        size = history.stat().st_size
+        if size > HISTORY_MAX:  # read whole here and at each start: gigabytes would fill memory
+            raise ConfigError(f"cannot use run folder {folder}: its {HISTORY} has {size:,} bytes, more than any "
+                              f"her-rl writes ({HISTORY_MAX:,}); move the file away to continue")
         text = history.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
@@ -290,6 +295,17 @@ class RunLock:
         if held.st_nlink == 0 or now is None or str(now).endswith("(deleted)"):
             return "was deleted", None
         return f"was moved to {now}" + (" and a link put in its place" if os.path.islink(self.folder) else ""), now
+
+    def holds(self, dir_fd: int) -> bool:
+        """Whether the folder open as ``dir_fd`` is the one this lock holds: its lock file is this one."""
+        if self._fd < 0:
+            return False
+        try:
+            there = os.stat(LOCK, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            return False
+        held = os.fstat(self._fd)
+        return (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino)
 
     def release(self) -> None:
         if self._fd >= 0:

@@ -28,6 +28,7 @@ from gymnasium import spaces
 
 from her_rl.errors import ConfigError
 from her_rl.rl.her import HindsightMemory
+from her_rl.rl.memory import space_bytes
 from her_rl.rl.normalize import RunningMeanStd
 from her_rl.rl.success import EpisodeSuccess, SuccessRule, reward_probe
 from her_rl.envs.families import split_id
@@ -256,6 +257,16 @@ def collect_episodes(envs: gym.vector.VectorEnv, spec: GoalEnvSpec, act: Callabl
     return {"obs": ep_obs, "achieved_goal": ep_ag, "desired_goal": goal, "action": ep_act, "length": length,
             "ended": ended, "success": tracker.last, "any_success": tracker.any, "success_told": tracker.told,
             "returns": returns}
+
+
+def episode_bytes(copies: int, horizon: int, observation_space: spaces.Dict, action_space: gym.Space) -> int:
+    """Bytes of the arrays :func:`collect_episodes` allocates for ``copies`` episodes of up to ``horizon``
+    steps, from the spaces alone: observations and achieved goals as stored (bits int8, else float32),
+    actions as the env takes them."""
+    parts = observation_space.spaces
+    itemsize = 1 if all(isinstance(part, spaces.MultiBinary) for part in parts.values()) else 4
+    per_step = sum(space_bytes(part, itemsize) for key, part in parts.items() if key != "desired_goal")
+    return int(copies) * ((horizon + 1) * per_step + horizon * space_bytes(action_space))
 
 
 def hindsight_memory(spec: GoalEnvSpec, buffer_size: int, strategy: str, k: int, seed: int, n_step: int = 1,

@@ -1,6 +1,7 @@
-"""How much memory this process may still take, checked before a replay memory or a network is allocated:
-a size that cannot fit is one line naming the size, the limit and the key to lower, instead of numpy's
-or torch's allocation error (or, past physical memory, the kernel killing the process later).
+"""How much memory this process may still take, checked before a replay memory, a network or a batched
+env (its copies and what one iteration collects from them) is allocated: a size that cannot fit is one
+line naming the size, the limit and the key to lower, instead of numpy's or torch's allocation error
+(or, past physical memory, the kernel killing the process later).
 
 The limit is the smallest of the address-space limit (``ulimit -v``) less what the process has
 mapped, the cgroup's memory limit (a container, a SLURM job; not less its use, which counts page cache
@@ -9,15 +10,19 @@ the kernel gives back), and the machine's physical memory.
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from her_rl.errors import ConfigError
 
 FLOAT_BYTES = 4
 NETWORK_COPIES = 4  # weights, gradients and Adam's two moments
+OBSERVATIONS_HELD = 2  # per env copy at least: the observation a step returns and the one the learner still acts on
 
 
 def _read_int(path: Path) -> int | None:
@@ -66,4 +71,28 @@ def check_layers(dims: Sequence[int], lower: str = "algo.hidden") -> None:
     check_fits(params * FLOAT_BYTES * NETWORK_COPIES, f"a network of layers {list(map(int, dims))}", lower)
 
 
-__all__ = ["check_fits", "check_layers", "gigabytes", "headroom"]
+def space_bytes(space: Any, itemsize: int | None = None) -> int:
+    """Bytes of one value of a gymnasium space, from its shape and dtype alone (nothing is sampled or
+    allocated): a Dict or Tuple the sum of its parts, each element ``itemsize`` bytes where given (as
+    a learner stores it), else its dtype's. A space of no fixed shape (Text, Graph) counts 0."""
+    parts = getattr(space, "spaces", None)
+    if parts is not None:
+        return sum(space_bytes(part, itemsize) for part in (parts.values() if isinstance(parts, Mapping) else parts))
+    shape, dtype = getattr(space, "shape", None), getattr(space, "dtype", None)
+    if shape is None or dtype is None:
+        return 0
+    return math.prod(int(n) for n in shape) * (itemsize or np.dtype(dtype).itemsize)
+
+
+def check_env_copies(copies: int, observation_space: Any, action_space: Any, what: str, lower: str,
+                     collected: int = 0) -> None:
+    """A batched env of ``copies``, each holding its observations and action, plus ``collected`` bytes of
+    what one iteration gathers from them: a ConfigError before any copy is built when that cannot fit.
+    A lower bound (an env's own state is not known without building it): only what surely cannot fit
+    is refused."""
+    per_copy = OBSERVATIONS_HELD * space_bytes(observation_space) + space_bytes(action_space)
+    check_fits(int(copies) * per_copy + collected, what, lower)
+
+
+__all__ = ["OBSERVATIONS_HELD", "check_env_copies", "check_fits", "check_layers", "gigabytes", "headroom",
+           "space_bytes"]

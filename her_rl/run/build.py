@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from her_rl.errors import CheckpointError, one_line
+from her_rl.errors import CheckpointError, one_line, outside
 from her_rl.config.registry import build_agent
 
 ENV_SNAPSHOT = "envs"
@@ -113,7 +113,7 @@ def load_state(agent: Any, state: dict[str, Any], path: str | Path | None, algo:
         agent.load_state_dict(state)
     except Exception as exc:  # key or shape mismatches surface as KeyError/RuntimeError/ValueError
         raise CheckpointError(f"cannot load checkpoint {path}: its agent state does not fit algo '{algo}' "
-                              f"({one_line(exc)[:300]})") from None
+                              f"({outside(one_line(exc)[:300])})") from None
     check_optimizers(agent, path)
 
 

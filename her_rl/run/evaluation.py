@@ -155,18 +155,18 @@ def output_folder(out: Path, name: str, given: bool) -> rundir.RunLock | None:
 
 @contextmanager
 def _writing(out: Path, lock: rundir.RunLock | None):
-    """Hold ``out`` while load= writes there: its lock as probed, else the folder made with a lock file
-    (which marks it as her-rl's; both removed again if the write fails)."""
+    """Hold ``out`` while load= writes there, yielding its lock: the one probed, else the folder made
+    with a lock file (which marks it as her-rl's; both removed again if the write fails)."""
     if lock is not None:
-        yield
+        yield lock
         return
     made = not out.exists()
     lock = rundir.RunLock.acquire(out)
     try:
         lock.mark_owner()
-        yield
+        yield lock
     except BaseException:
-        if made:
+        if made and lock.lost() is None:  # by path: only while the path still leads to the folder made
             (out / rundir.LOCK).unlink(missing_ok=True)
             rundir.remove_if_empty(out, stop_at=out.parent)
         raise
@@ -195,16 +195,17 @@ def record_videos(path: Path, config: dict[str, Any], out: Path, lock: rundir.Ru
     """``her-run load=PATH video=true``: ``video.episodes`` greedy episodes of the run's policy
     (:func:`her_rl.run.policy.load`), episode ``i`` from ``reset(seed=seed + i)``, written to
     ``out/videos/episode-<i>.<video.format>`` (``lock``: ``out``'s, as :func:`output_folder` took it);
-    prints one path a line (relative to the working directory when below it)."""
+    prints one path a line (relative to the working directory when below it). ``out`` or ``videos/``
+    deleted, moved or replaced by a link meanwhile is an OutputError (exit 5), nothing written there."""
     options = config["video"]
     torch.set_num_threads(int(config["threads"]))
     video.offscreen()  # before loading: making the policy's env imports MuJoCo for Fetch runs
     policy = load_policy(path, device=str(config["device"]))
     folder = out / VIDEOS
     try:
-        with _writing(out, lock):
+        with _writing(out, lock) as held:  # out and videos/ are held by identity while episodes are recorded
             paths = video.record(policy, folder, episodes=int(options["episodes"]), seed=int(config["seed"]),
-                                 fps=options["fps"], fmt=str(options["format"]))
+                                 fps=options["fps"], fmt=str(options["format"]), lock=held)
     except OSError as exc:
         raise OutputError(f"could not write the videos into {folder} ({exc.strerror or exc})") from None
     for file in paths:

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Callable, TextIO
 
+from her_rl.errors import printable
+
 LOG_EVERY_S = 10.0  # outside a terminal: a plain line this often (and one at the end)
 REDRAW_S = 0.1      # in a terminal: redraw at most this often (a new evaluation redraws at once)
 LABEL_WIDTH = 24    # the job's name is cut to this many characters
@@ -37,7 +39,7 @@ def clear_line() -> None:
 
 def warn(message: str) -> None:
     clear_line()  # a warning starts on a clean line, not after the progress bar
-    print(f"her-run: warning: {message}", file=sys.stderr, flush=True)
+    print(printable(f"her-run: warning: {message}"), file=sys.stderr, flush=True)
 
 
 def job_label(algo: str, env: str) -> tuple[str, bool]:

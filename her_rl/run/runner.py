@@ -22,7 +22,7 @@ from her_rl.folder import checkpoint
 from her_rl.config.compose import compose
 from her_rl.run import requeue, results
 from her_rl.run.build import make_agent
-from her_rl.errors import OutputError
+from her_rl.errors import OutputError, printable
 from her_rl.run.evaluation import evaluate_checkpoint
 from her_rl.run.plan import Plan, given_overrides, plan_run
 from her_rl.config.saved import describe
@@ -73,10 +73,10 @@ def train(plan: Plan) -> dict[str, Any]:
     (plan.out / RESULTS).unlink(missing_ok=True)  # an earlier end's results would name a checkpoint about to change
     if saved is not None:
         requeue.clear(plan.out)
-        print(f"resumed from {plan.checkpoint} at env step {state.env_steps:,}"
-              + (f"; changed: {describe(plan.changes)}" if plan.changes else ""))
+        print(printable(f"resumed from {plan.checkpoint} at env step {state.env_steps:,}"
+                        + (f"; changed: {describe(plan.changes)}" if plan.changes else "")))
     elif config["resume"] == "auto":
-        print(f"resume=auto: no checkpoint in {plan.out}; starting a new run")
+        print(printable(f"resume=auto: no checkpoint in {plan.out}; starting a new run"))
     trainer = Trainer(plan, agent, state)
     saved_final = trainer.train()
     trainer.signals.end_run(plan.out, state.env_steps, saved_final, config["env"].get("id"))  # after a signal: exits here
@@ -88,5 +88,5 @@ def train(plan: Plan) -> dict[str, Any]:
                           f"written; the run's numbers: {json.dumps({k: v for k, v in numbers.items() if k != 'checkpoint'})}")
     trainer.check_folder()  # results.json is written by path: into the folder the run took, or not at all
     results.write(plan.out, numbers, trainer.saved_at)
-    print(results.final_line(numbers, plan.out))
+    print(printable(results.final_line(numbers, plan.out)))
     return numbers

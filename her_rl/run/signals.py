@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from her_rl.run import requeue
-from her_rl.errors import Interrupt
+from her_rl.errors import Interrupt, printable, whole
 from her_rl.folder import rundir
 from her_rl.envs.families import split_id
 
@@ -44,7 +44,7 @@ def resume_command(folder: Path, env_id: object = None, mode: str = "true") -> s
     words = ["her-run", f"resume={mode}", f"hydra.run.dir={folder}"]
     if env_id is not None and split_id(str(env_id))[0] is not None:
         words.append(f"env.id={env_id}")
-    return shlex.join(words)
+    return whole(shlex.join(words))  # never cut to the screen's width: the user copies and runs it
 
 
 def exit_at_once() -> None:
@@ -179,12 +179,12 @@ class StopSignals:
         if signum is None:
             return
         if signum == requeue.preemption_signal() and saved:
-            print(f"preempted at env step {env_steps:,} (checkpoint saved); handing over to submitit "
-                  "to requeue the job, which resumes here", flush=True)
+            print(printable(f"preempted at env step {env_steps:,} (checkpoint saved); handing over to submitit "
+                            "to requeue the job, which resumes here"), flush=True)
             requeue.hand_over(out, signum, env_steps)
         what = "checkpoint saved" if saved else "checkpoint NOT saved"
-        print(f"stopped by signal {signum} at env step {env_steps:,} ({what}); "
-              f"continue with: {resume_command(out, env_id)}", flush=True)
+        print(printable(f"stopped by signal {signum} at env step {env_steps:,} ({what}); "
+                        f"continue with: {resume_command(out, env_id)}"), flush=True)
         raise SystemExit(128 + signum)
 
 

@@ -23,7 +23,7 @@ from her_rl.envs import make_vec
 from her_rl.envs.time_limits import episode_cap, time_limit
 from her_rl.envs.checks import IN_CALL
 from her_rl.envs.custom import registered_id
-from her_rl.errors import EnvError, NonFiniteError, OutputError
+from her_rl.errors import EnvError, NonFiniteError, OutputError, printable
 from her_rl.folder.rundir import CHECKPOINT
 from her_rl.run.evaluation import eval_seed, evaluate, success_rule_of, success_source
 from her_rl.run.guard import Guard, failure_in_iteration
@@ -89,8 +89,8 @@ class Trainer:
         env_cfg = config["env"]
         limit = time_limit(env_cfg, registered_id(env_cfg["id"]))
         if limit.by_default:  # the env would run forever: say where her-rl cuts its episodes
-            print(f"env {env_cfg['id']} has no time limit of its own: her-rl truncates its episodes after "
-                  f"{limit.limit:,} steps (env.max_episode_steps sets another)", flush=True)
+            print(printable(f"env {env_cfg['id']} has no time limit of its own: her-rl truncates its episodes after "
+                            f"{limit.limit:,} steps (env.max_episode_steps sets another)"), flush=True)
         if slow := slow_precision(str(config["algo"].get("precision")), getattr(agent, "device", None)):
             warn(slow)
         self.eval_envs = make_vec(config["env"], int(config["eval"]["episodes"]), seed=int(config["seed"]))
@@ -124,13 +124,13 @@ class Trainer:
         if self.goal_env:
             extra = [key for key in getattr(space, "spaces", {}) if key not in GOAL_KEYS]
             if extra:
-                print(f"env {env_id}: observation keys {', '.join(map(repr, extra))} beside the goal keys are network "
-                      "inputs (flattened after 'observation', in this order, and normalised with it); predict asks "
-                      "for them too", flush=True)
+                print(printable(f"env {env_id}: observation keys {', '.join(map(repr, extra))} beside the goal keys "
+                                "are network inputs (flattened after 'observation', in this order, and normalised "
+                                "with it); predict asks for them too"), flush=True)
             spec = getattr(self.agent, "spec", None)
             if spec is not None and spec.reward_bounds is None and self.config["env"].get("reward_range") is None:
-                print(f"env {env_id}: its reward is dense (compute_reward gives more than two values): hindsight "
-                      "relabels that reward; success is still read from the step info", flush=True)
+                print(printable(f"env {env_id}: its reward is dense (compute_reward gives more than two values): "
+                                "hindsight relabels that reward; success is still read from the step info"), flush=True)
         threshold, cap = self.config["eval"].get("return_threshold"), self._episode_steps()
         if (not self.goal_env or self.score == "return") and threshold is not None and cap and threshold > cap:
             warn(f"eval.return_threshold {threshold:g} is above the {cap:,} steps an episode of {env_id} may last: at "

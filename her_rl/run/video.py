@@ -9,10 +9,13 @@ and ``make_env(render_mode=...)`` works. The ``video`` keys and their checks are
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib.util
 import math
-import re
 import os
+import re
+import stat
 import sys
 import warnings
 from pathlib import Path
@@ -21,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from her_rl.config.video import DEFAULTS
-from her_rl.errors import ConfigError, one_line
+from her_rl.errors import ConfigError, OutputError, one_line
+from her_rl.folder.rundir import RunLock
 
 FORMATS = ("mp4", "gif")
 INSTALL = 'pip install -e ".[video]"'
@@ -30,6 +34,7 @@ MAX_SIDE = 1920  # ... unless that would make the longer side wider than this
 BLOCK = 16  # H.264 (yuv420p) wants sides in multiples of the macro block; imageio would resize otherwise
 DEFAULT_FPS = 30  # for envs whose metadata has no render_fps
 MAX_STEPS = 10_000  # a cap per episode, for envs without a time limit
+STALE = re.compile(r"\.episode-\d+\.partial\.\w+")  # a recording's temporary files, until it ends
 
 
 class VideoError(ConfigError):
@@ -114,65 +119,206 @@ def _make_env(policy):
         raise VideoError(f"cannot make the run's env with render_mode='rgb_array': {one_line(exc)[:300]}") from None
 
 
-class _Writer:
-    """MP4 frames stream to ffmpeg; GIF frames are kept and written at the end (pillow)."""
+class _Held:
+    """The videos folder, held by an open descriptor from the moment it is taken: every file is made,
+    renamed and removed through it (``dir_fd``), so a link put in place of the folder (or of the run
+    folder above it) is never written through; :meth:`check` tells, between episodes and before the
+    renames, that its path no longer leads to it. ``lock``: the run folder's, which must be the parent."""
 
-    def __init__(self, imageio, path: Path, fmt: str, fps: float):
-        self.imageio, self.path, self.fmt, self.fps = imageio, path, fmt, fps
-        self.frames: list[np.ndarray] = []
-        self.stream = None
-        if fmt == "mp4":
-            self.stream = imageio.get_writer(path, format="FFMPEG", mode="I", fps=fps, codec="libx264",
-                                             macro_block_size=BLOCK, ffmpeg_log_level="error")
+    def __init__(self, folder: Path, lock: RunLock | None = None):
+        self.path, self.lock, self.fd, self.made = folder, lock, -1, False
+        if lock is None:  # a Python caller's own folder: links above it are the caller's
+            folder.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_RDONLY | os.O_DIRECTORY
+        try:
+            self.parent = os.open(folder.parent, flags | (os.O_NOFOLLOW if lock is not None else 0))
+        except OSError:
+            if lock is None or lock.lost() is None:
+                raise
+            raise OutputError(f"{self._parent_lost()} before the recording: nothing was written there") from None
+        try:
+            if lock is not None and not lock.holds(self.parent):
+                raise OutputError(f"{self._parent_lost()} before the recording: nothing was written there")
+            try:
+                os.mkdir(folder.name, dir_fd=self.parent)
+                self.made = True
+            except FileExistsError:
+                pass
+            try:
+                self.fd = os.open(folder.name, flags | os.O_NOFOLLOW, dir_fd=self.parent)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                raise VideoError(f"cannot record into {folder}: it is a symbolic link or not a folder; "
+                                 "move it away") from None
+        except BaseException:
+            os.close(self.parent)
+            raise
+        held = os.fstat(self.fd)
+        self.identity = (held.st_dev, held.st_ino)
 
-    def append(self, frame: np.ndarray) -> None:
-        if self.stream is not None:
-            self.stream.append_data(frame)
-        else:
-            self.frames.append(frame)
+    def _parent_lost(self) -> str:
+        lost = self.lock.lost() if self.lock is not None else None
+        return f"output folder {self.path.parent} " + (lost[0] if lost else "was replaced")
+
+    def lost(self) -> str | None:
+        """How the path stopped leading to the held folder (or the run folder to the locked one), else None."""
+        if self.lock is not None and self.lock.lost() is not None:
+            return self._parent_lost()
+        try:
+            here = os.lstat(self.path)
+            if (here.st_dev, here.st_ino) == self.identity:
+                return None
+        except OSError:  # gone, or a path through a link that leads nowhere
+            pass
+        try:
+            now = os.readlink(f"/proc/self/fd/{self.fd}")
+        except OSError:
+            now = None
+        if os.fstat(self.fd).st_nlink == 0 or (now or "").endswith(" (deleted)"):
+            return f"videos folder {self.path} was deleted"
+        link = " and a link put in its place" if os.path.islink(self.path) else ""
+        return f"videos folder {self.path} " + (f"was moved to {now}{link}" if now else "was replaced or removed")
+
+    def check(self, done: int, episodes: int) -> None:
+        """Before a write: stop with one line (exit 5) if the folder is no longer where it was taken."""
+        why = self.lost()
+        if why is not None:
+            raise OutputError(f"{why} during the recording: recording stopped after {done} of {episodes} episodes "
+                              "without writing there; none of its videos were kept")
+
+    def create(self, name: str) -> int:
+        """A new empty file in the folder, open for writing (a link or file left under the name is removed)."""
+        self.remove(name)
+        return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=self.fd)
+
+    def remove(self, name: str) -> None:
+        try:
+            if not stat.S_ISDIR(os.stat(name, dir_fd=self.fd, follow_symlinks=False).st_mode):
+                os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            pass
+
+    def names(self) -> list[str]:
+        return os.listdir(self.fd)
+
+    def replace(self, src: str, dst: str) -> None:
+        os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def sync(self) -> None:
+        os.fsync(self.fd)  # the renames themselves survive a power cut
+
+    def discard(self, names: list[str]) -> None:
+        """After a failure: this recording's temporary files go, and the folder if this call made it and
+        it is still in place and empty."""
+        try:  # never in place of the error that ended the recording
+            for name in names:
+                self.remove(name)
+            if self.made and self.lost() is None and not self.names():
+                os.rmdir(self.path.name, dir_fd=self.parent)
+        except OSError:
+            pass
 
     def close(self) -> None:
-        if self.stream is not None:
-            self.stream.close()
-        elif self.frames:
-            import imageio.v3 as iio
+        for fd in (self.fd, self.parent):
+            if fd >= 0:
+                os.close(fd)
+        self.fd = self.parent = -1
 
-            iio.imwrite(self.path, np.stack(self.frames), extension=".gif", duration=1000.0 / self.fps, loop=0)
+
+def _target(fd: int, fallback: Path) -> str:
+    """A path ffmpeg (another process) opens the file ``fd`` by: the descriptor itself through /proc,
+    which no rename or link can redirect; elsewhere the file's path, checked just before."""
+    path = f"/proc/{os.getpid()}/fd/{fd}"
+    return path if os.path.exists(path) else str(fallback)
+
+
+class _Writer:
+    """One episode into a new temporary file of the held folder: MP4 frames stream to ffmpeg, which
+    writes the open file; GIF frames are kept and encoded at the end (pillow), then written through it."""
+
+    def __init__(self, folder: _Held, name: str, fmt: str, fps: float):
+        self.fmt, self.fps, self.target = fmt, fps, folder.path / name
+        self.fd = folder.create(name)
+        self.frames: list[np.ndarray] = []
+        self.stream = None
+
+    def append(self, frame: np.ndarray) -> None:
+        if self.fmt != "mp4":
+            self.frames.append(frame)
+            return
+        if self.stream is None:
+            import imageio_ffmpeg
+
+            self.stream = imageio_ffmpeg.write_frames(
+                _target(self.fd, self.target), (frame.shape[1], frame.shape[0]), fps=self.fps, codec="libx264",
+                macro_block_size=BLOCK, ffmpeg_log_level="error", output_params=["-f", "mp4"])
+            self.stream.send(None)
+        self.stream.send(np.ascontiguousarray(frame))
+
+    def close(self, finished: bool = True) -> None:
+        """Finish the file and flush it to disk; not ``finished`` (the episode failed): only end ffmpeg.
+        The descriptor is closed in any case."""
+        try:
+            if not finished:
+                with contextlib.suppress(Exception):  # the episode's own error is the one reported
+                    if self.stream is not None:
+                        self.stream.close()
+                return
+            if self.stream is not None:
+                self.stream.close()
+                if os.fstat(self.fd).st_size == 0:  # ffmpeg tells its failures only on its stderr
+                    raise OSError(errno.EIO, f"ffmpeg wrote nothing into {self.target}")
+            elif self.frames:
+                import imageio.v3 as iio
+
+                data = memoryview(iio.imwrite("<bytes>", np.stack(self.frames), extension=".gif",
+                                              duration=1000.0 / self.fps, loop=0))
+                while data:
+                    data = data[os.write(self.fd, data):]
+            os.fsync(self.fd)
+        finally:
+            os.close(self.fd)
 
 
 def record(policy, folder: str | Path, episodes: int = DEFAULTS["episodes"], seed: int = 0,
-           fps: float | None = None, fmt: str = "mp4", max_steps: int = MAX_STEPS) -> list[Path]:
+           fps: float | None = None, fmt: str = "mp4", max_steps: int = MAX_STEPS,
+           lock: RunLock | None = None) -> list[Path]:
     """Record ``episodes`` greedy episodes (episode ``i`` reset with ``seed + i``) into
     ``folder/episode-<i>.<fmt>``; returns their paths.
 
     Files of an earlier recording are overwritten, and its ``episode-<i>`` files past ``episodes``
     removed, so the folder holds exactly this recording. An env that cannot draw rgb_array frames
-    is a :class:`VideoError`, raised before anything is written.
+    is a :class:`VideoError`, raised before anything is written. The folder is held by identity while
+    it is recorded into (``lock``: the run folder's lock, which must hold ``folder``'s parent): one
+    deleted, moved or replaced by a link meanwhile is an :class:`OutputError` and no file is written
+    through the link.
     """
     if fmt not in FORMATS:
         raise VideoError(f"video.format={fmt!r} is not allowed: it must be one of {', '.join(FORMATS)}")
-    imageio = _imageio()
+    _imageio()
     offscreen()
     env = _make_env(policy)
-    folder, made_folder = Path(folder), not Path(folder).exists()
-    partial: list[Path] = []
+    folder, episodes = Path(folder), int(episodes)
+    held: _Held | None = None
+    partial: list[str] = []
     try:
         obs, _ = env.reset(seed=int(seed))
         frame = _render(env)  # checked before the folder is made: a refused env writes nothing
         rate = float(fps or getattr(env, "metadata", {}).get("render_fps") or DEFAULT_FPS)
         if folder.is_symlink():
             raise VideoError(f"cannot record into {folder}: it is a symbolic link; move it away")
-        folder.mkdir(parents=True, exist_ok=True)
-        for stale in folder.glob(".episode-*.partial.*"):  # a recording killed before it could clean up
-            if stale.is_symlink() or stale.is_file():
-                stale.unlink()
-        for i in range(int(episodes)):
+        held = _Held(folder, lock)
+        for stale in held.names():  # a recording killed before it could clean up
+            if STALE.fullmatch(stale):
+                held.remove(stale)
+        for i in range(episodes):
+            held.check(i, episodes)
             if i > 0:
                 obs, _ = env.reset(seed=int(seed) + i)
                 frame = _render(env)
-            partial.append(folder / f".episode-{i}.partial.{fmt}")
-            partial[-1].unlink(missing_ok=True)  # a link left under this name is not written through
-            writer = _Writer(imageio, partial[-1], fmt, rate)
+            partial.append(f".episode-{i}.partial.{fmt}")
+            writer = _Writer(held, partial[-1], fmt, rate)
             try:
                 writer.append(frame)
                 for _ in range(int(max_steps)):
@@ -181,33 +327,28 @@ def record(policy, folder: str | Path, episodes: int = DEFAULTS["episodes"], see
                     writer.append(_render(env))
                     if terminated or truncated:
                         break
-            finally:
-                writer.close()
+            except BaseException:
+                writer.close(finished=False)
+                raise
+            writer.close()
+        held.check(episodes, episodes)
+        names = [f"episode-{i}.{fmt}" for i in range(episodes)]
+        for src, dst in zip(partial, names):
+            held.replace(src, dst)  # a link at dst is replaced, never written through
+        for old in held.names():  # a longer earlier recording's extra episodes
+            found = re.fullmatch(rf"episode-(\d+)\.{fmt}", old)
+            if found and int(found.group(1)) >= episodes:
+                held.remove(old)
+        held.sync()
     except BaseException:
-        for path in partial:
-            path.unlink(missing_ok=True)
-        if made_folder and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+        if held is not None:
+            held.discard(partial)
         raise
     finally:
         env.close()
-    paths = [folder / f"episode-{i}.{fmt}" for i in range(len(partial))]
-    for src, dst in zip(partial, paths):
-        _fsync(src)
-        os.replace(src, dst)  # a link at dst is replaced, never written through
-    for old in folder.glob(f"episode-*.{fmt}"):  # a longer earlier recording's extra episodes
-        found = re.fullmatch(rf"episode-(\d+)\.{fmt}", old.name)
-        if found and int(found.group(1)) >= len(paths):
-            old.unlink()
-    return paths
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        if held is not None:
+            held.close()
+    return [folder / name for name in names]
 
 
 def shown(path: Path) -> str:

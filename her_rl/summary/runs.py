@@ -21,8 +21,9 @@ from typing import Any
 from her_rl.config import bookkeeping
 from her_rl.folder.failures import FAILED
 from her_rl.folder.failures import read as read_failure
-from her_rl.folder.parse import json_value, yaml_value
+from her_rl.folder.parse import YAML_MAX_CHARS, json_value, yaml_value
 
+TEXT_MAX = YAML_MAX_CHARS  # bytes of results.json, config.yaml or history.jsonl's first line: her-rl's are a few kB
 # results.json keys the summary uses, with the types a real run writes (None: not evaluated / not solved).
 NUMBER_KEYS = ("eval_success_rate", "eval_return", "solved_at_env_steps", "wall_time_s", "env_steps")
 
@@ -48,11 +49,17 @@ def _live(folder: Path) -> bool:
     return RunLock.live_holder(folder) is not None
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, first_line: bool = False) -> str:
+    """The file's text (``first_line``: its first line), refused past TEXT_MAX bytes without reading more."""
     if path.is_symlink() or not path.is_file():  # a FIFO would block the read; a link may lead anywhere
         raise BadRun(f"{path.name} is not a regular file")
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            data = f.readline(TEXT_MAX + 1) if first_line else f.read(TEXT_MAX + 1)
+        if len(data) > TEXT_MAX:  # a file of gigabytes would be read into memory, and take minutes
+            raise BadRun(f"{path.name}{' line 1' if first_line else ''} is larger than any her-rl writes "
+                         f"(more than {TEXT_MAX:,} bytes)")
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
         raise BadRun(f"{path.name} cannot be read ({why})") from None
@@ -73,7 +80,7 @@ def _overrides(folder: Path) -> list[str]:
     history = folder / "history.jsonl"
     if not history.exists():
         return []
-    lines = _read_text(history).splitlines()
+    lines = _read_text(history, first_line=True).splitlines()
     first = _json(history, lines[0] if lines else "", "history.jsonl line 1")
     overrides = first.get("overrides", []) if isinstance(first, dict) else None
     if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
