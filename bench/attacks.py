@@ -635,9 +635,8 @@ USER_ENV = [
          "compute_reward raised SystemExit"),
     _env("compute_reward returns strings mid-training", "RewardStringsLater", HER, 4, "dtype <U"),
     _env("is_success an array mid-episode", "SuccessArrayLater", HER, 4, "step raised"),
-    _env("env leaves a non-daemon thread running", "LeavesAThread", PPO, 0, "->", after=None,
-         defect="a user env's non-daemon thread keeps her-run from exiting after its last line (Python waits for "
-                "it at exit): her-run would have to leave with os._exit, skipping other libraries' exit handlers"),
+    _env("env leaves a non-daemon thread running", "LeavesAThread", PPO, 0, "still ran 5 s after the end (env-poller)",
+         after=None),
     _env("a hydra_plugins folder beside the user's env module", "Line", PPO, 0, "->", after=None,
          plant={"hydra_plugins/evil_plugin/__init__.py": "sentinel"}, hook=fresh_plugins,
          defect="with env.id=module:Id her-run puts the current folder on sys.path (as python -m does), and Hydra's "

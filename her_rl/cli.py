@@ -23,6 +23,8 @@ import io
 import os
 import signal
 import sys
+import threading
+import time
 from importlib.metadata import version
 from pathlib import Path
 
@@ -345,4 +347,41 @@ def main() -> None:
         sys.exit(128 + signum)
 
 
-__all__ = ["main", "objective", "optuna_settings"]
+THREADS_GRACE_S = 5.0  # how long threads left running after her-run's last line may take to end
+
+
+def console() -> None:
+    """The ``her-run`` console script: :func:`main`, then Python's exit, except that it does not wait for
+    ever on a thread that a user's env or a library left running (Python joins every non-daemon thread
+    before it exits, so an env's forgotten poller would keep her-run alive after its last line)."""
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    _exit_past_threads(code)
+    sys.exit(code)
+
+
+def _exit_past_threads(code: object) -> None:
+    left = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+    deadline = time.monotonic() + THREADS_GRACE_S
+    for thread in left:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = [t for t in left if t.is_alive()]
+    if not left:
+        return
+    names = ", ".join(sorted({t.name for t in left}))
+    _say(f"warning: {len(left)} thread{'s' if len(left) > 1 else ''} that the env or a library started still "
+         f"ran {THREADS_GRACE_S:g} s after the end ({names}): her-run exits without waiting for "
+         f"{'them' if len(left) > 1 else 'it'}")
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+    atexit._run_exitfuncs()  # what Python's exit runs after joining the threads: other libraries' handlers
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+
+
+__all__ = ["console", "main", "objective", "optuna_settings"]
