@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CATEGORIES = ("run folder mid-run", "user env", "launcher", "sweeper", "foreign folder")
 RULES = ("writes", "traceback", "hang", "import", "exit_code")
 TIMEOUT_S = 120.0  # a command still running after this is a hang (a tiny run takes about a second)
-EXIT_WAIT_S = 5.0  # how long the child waits for a non-daemon thread at exit before it counts as a hang
+EXIT_WAIT_S = 8.0  # how long the child waits for a non-daemon thread at exit before it counts as a hang (her-run itself leaves after 5 s)
 SHADOWED = ("matplotlib", "imageio", "imageio_ffmpeg", "optuna", "psutil", "scipy", "pandas", "submitit")
 """Libraries her-rl (or Hydra's plugins) import late: a module of that name in the user's folder must
 never be the one imported."""

@@ -24,7 +24,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from importlib.metadata import version
 from pathlib import Path
 
@@ -351,33 +350,28 @@ THREADS_GRACE_S = 5.0  # how long threads left running after her-run's last line
 
 
 def console() -> None:
-    """The ``her-run`` console script: :func:`main`, then Python's exit, except that it does not wait for
-    ever on a thread that a user's env or a library left running (Python joins every non-daemon thread
-    before it exits, so an env's forgotten poller would keep her-run alive after its last line)."""
+    """The ``her-run`` console script: :func:`main`, then Python's own exit, which first joins every
+    non-daemon thread (a pool's manager thread ends there), then runs the exit handlers. A thread a
+    user's env or a library left running would keep her-run alive after its last line for ever: a
+    watchdog gives the joins THREADS_GRACE_S, then says so in one line and ends the process."""
     try:
-        main()
-        code: object = 0
+        code: object = main()
     except SystemExit as exc:
         code = exc.code
-    _exit_past_threads(code)
+    joined = threading.Event()
+    atexit.register(joined.set)  # registered last, run first: the exit handlers start once the joins ended
+    threading.Thread(target=_exit_past_threads, args=(joined, code), name="her-run-exit", daemon=True).start()
     sys.exit(code)
 
 
-def _exit_past_threads(code: object) -> None:
-    left = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
-    deadline = time.monotonic() + THREADS_GRACE_S
-    for thread in left:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    left = [t for t in left if t.is_alive()]
-    if not left:
+def _exit_past_threads(joined: threading.Event, code: object) -> None:
+    if joined.wait(THREADS_GRACE_S):
         return
-    names = ", ".join(sorted({t.name for t in left}))
+    left = sorted({t.name for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()})
     _say(f"warning: {len(left)} thread{'s' if len(left) > 1 else ''} that the env or a library started still "
-         f"ran {THREADS_GRACE_S:g} s after the end ({names}): her-run exits without waiting for "
+         f"ran {THREADS_GRACE_S:g} s after the end ({', '.join(left)}): her-run exits without waiting for "
          f"{'them' if len(left) > 1 else 'it'}")
-    if code is not None and not isinstance(code, int):
-        print(code, file=sys.stderr)
-    atexit._run_exitfuncs()  # what Python's exit runs after joining the threads: other libraries' handlers
+    atexit._run_exitfuncs()  # what Python's exit would run next: other libraries' handlers
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
