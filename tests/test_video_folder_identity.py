@@ -5,8 +5,6 @@ recording with one line and exit 5, and nothing is written into the folder a lin
 The swap is made from inside the recording (after the n-th episode's file is finished, or at the
 n-th frame), so each case happens at the same point every time."""
 
-import hashlib
-import os
 import shutil
 from pathlib import Path
 
@@ -18,6 +16,7 @@ pytest.importorskip("imageio_ffmpeg", reason='the video extra is not installed (
 import her_rl  # noqa: E402
 from her_rl.errors import OutputError  # noqa: E402
 from her_rl.run import video  # noqa: E402
+from test_adversarial import snapshot  # noqa: E402  (a folder tree with a hash of each file)
 
 SMALL = ["algo=her_dqn", "env=bitflip", "n=4", "progress=false", "eval.episodes=2"]  # 4-step episodes
 
@@ -26,20 +25,6 @@ SMALL = ["algo=her_dqn", "env=bitflip", "n=4", "progress=false", "eval.episodes=
 def trained(tmp_path_factory):
     out = tmp_path_factory.mktemp("video_identity") / "run"
     her_rl.train([*SMALL, "budget.env_steps=200"], out_dir=out)
-    return out
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    """Every path below ``folder`` (links not followed) with a hash of what it holds."""
-    out = {}
-    for path in sorted(folder.rglob("*")):
-        rel = str(path.relative_to(folder))
-        if path.is_symlink():
-            out[rel] = "link:" + os.readlink(path)
-        elif path.is_file():
-            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-        else:
-            out[rel] = "dir"
     return out
 
 
