@@ -638,10 +638,7 @@ USER_ENV = [
     _env("env leaves a non-daemon thread running", "LeavesAThread", PPO, 0, "still ran 5 s after the end (env-poller)",
          after=None),
     _env("a hydra_plugins folder beside the user's env module", "Line", PPO, 0, "->", after=None,
-         plant={"hydra_plugins/evil_plugin/__init__.py": "sentinel"}, hook=fresh_plugins,
-         defect="with env.id=module:Id her-run puts the current folder on sys.path (as python -m does), and Hydra's "
-                "plugin scan imports every module of the hydra_plugins namespace package, a hydra_plugins/ folder "
-                "there included, wherever the folder lies on sys.path"),
+         plant={"hydra_plugins/evil_plugin/__init__.py": "sentinel"}, hook=fresh_plugins),
     _env("env changes the current folder into the user's folder mid-run", "ChangesFolder", LATER, 5,
          "during the run", relative=True),
     _env("env rewrites os.environ (HYDRA_FULL_ERROR, COLUMNS, PATH) and raises", "ChangesEnviron", LATER, 4,

@@ -124,3 +124,32 @@ def test_the_docs_show_the_example_env_as_it_is():
     page = (ROOT / "docs" / "custom-envs.md").read_text()
     assert f"```python\n{code}\n```" in page
     assert len([line for line in code.splitlines() if line.strip()]) <= 32
+
+
+def test_the_users_folder_serves_its_modules_but_joins_no_search_path(tmp_path, monkeypatch):
+    """After the import, a helper the env imports later is still found beside it, yet the folder is on
+    no search path: a hydra_plugins/ folder there is no part of Hydra's plugin namespace, whose scan
+    imports every module in it."""
+    from her_rl.envs import custom
+    from her_rl.envs.custom import import_env_module
+
+    (tmp_path / "user_later.py").write_text(LINE_ENV.replace("UserLine-v0", "UserLater-v0").replace(
+        "self.x = 0", "import user_later_helper\n        self.x = user_later_helper.START"))
+    (tmp_path / "user_later_helper.py").write_text("START = 0\n")
+    (tmp_path / "hydra_plugins" / "planted").mkdir(parents=True)
+    (tmp_path / "hydra_plugins" / "planted" / "__init__.py").write_text("raise SystemExit('imported')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.setattr(custom._USER_FOLDERS, "folders", [])
+    import gymnasium as gym
+
+    import_env_module("user_later:UserLater-v0")
+    assert str(tmp_path) not in sys.path
+    env = gym.make("UserLater-v0")
+    env.reset(seed=0)  # imports the helper beside the module
+    env.close()
+    assert "user_later_helper" in sys.modules
+    import hydra_plugins
+
+    assert all(not str(p).startswith(str(tmp_path)) for p in hydra_plugins.__path__)

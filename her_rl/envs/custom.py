@@ -11,6 +11,8 @@ saying how to name it.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
 import os
 import sys
 from typing import Iterable
@@ -20,8 +22,31 @@ import gymnasium as gym
 from her_rl.envs.families import split_id
 from her_rl.errors import ConfigError, outside, raised_by_code
 
-_ADDED: set[str] = set()  # folders her-rl put on sys.path for a user's module (kept at its end between imports)
 MISSING = "???"  # OmegaConf's mandatory value, as a resolved config holds it (env=gym's id)
+
+
+class _UserFolders(importlib.abc.MetaPathFinder):
+    """Top-level modules of the folders a user's env module was imported from, found last.
+
+    The folder is on ``sys.path`` only while that module imports (first, as ``python -m`` puts it). After,
+    a module the env imports later (a helper beside it) is still found here, yet the folder is on no search
+    path: a ``hydra_plugins/`` folder in it never joins Hydra's plugin namespace, whose scan imports every
+    module there, and a library her-rl imports later never resolves to a file of the same name in it."""
+
+    def __init__(self) -> None:
+        self.folders: list[str] = []
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201  (importlib's protocol)
+        if path is not None:  # a submodule: its package's own __path__ finds it
+            return None
+        for folder in self.folders:
+            spec = importlib.machinery.PathFinder.find_spec(name, [folder])
+            if spec is not None and spec.loader is not None:
+                return spec
+        return None
+
+
+_USER_FOLDERS = _UserFolders()
 
 
 def import_env_module(env_id: str) -> None:
@@ -30,12 +55,9 @@ def import_env_module(env_id: str) -> None:
     if module is None:
         return
     here = os.getcwd()
-    ours = "" not in sys.path and (here not in sys.path or here in _ADDED)
+    ours = "" not in sys.path and here not in sys.path
     if ours:  # as `python -m`: modules of the current folder, first for this import
-        if here in sys.path:
-            sys.path.remove(here)
         sys.path.insert(0, here)
-        _ADDED.add(here)
     try:
         importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -48,9 +70,13 @@ def import_env_module(env_id: str) -> None:
         why = outside(" ".join(f"{type(exc).__name__}: {exc}".split())[:300])
         raise ConfigError(f"env.id '{env_id}': importing module '{module}' failed: {why}") from None
     finally:
-        if ours and here in sys.path:  # then last: a library her-rl imports later (matplotlib, imageio, ...) is
-            sys.path.remove(here)  # never a module of the same name in the current folder; the user's own
-            sys.path.append(here)  # modules that are not installed are still found there
+        if ours:
+            if here in sys.path:
+                sys.path.remove(here)
+            if here not in _USER_FOLDERS.folders:
+                _USER_FOLDERS.folders.append(here)
+            if _USER_FOLDERS not in sys.meta_path:
+                sys.meta_path.append(_USER_FOLDERS)
     if name not in gym.registry:
         raise ConfigError(f"env.id '{env_id}': module '{module}' was imported but registers no env '{name}' "
                           f"(call gymnasium.register(id='{name}', entry_point=...) at its top level)")
