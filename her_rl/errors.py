@@ -170,6 +170,15 @@ def printable(text: Any, keep: Iterable[str] = (), width: int | None = None) -> 
     return "".join(t for _, t in segments)
 
 
+def show(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 14_000:
+        return f"<an integer of about {int(value.bit_length() * 0.30103):,} digits>"  # str() refuses past 4,300
+    if isinstance(value, (list, tuple)):  # a huge integer inside a list, too
+        return "[" + ", ".join(show(v) if not isinstance(v, str) else repr(v) for v in value) + "]"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+
 class ConfigError(ValueError):
     """A bad configuration, reported to the user as one clear line (no traceback)."""
 
@@ -207,6 +216,36 @@ class EnvError(RuntimeError):
             self.exit_code = exit_code
 
 
+class RuleError(ConfigError):
+    """A value outside its rule; ``source`` names the interpolation it came from, if any."""
+
+    def __init__(self, key: str, value: Any, allowed: str, source: str | None = None):
+        self.key, self.value, self.allowed = key, value, allowed
+        origin = f" (from {source})" if source else ""
+        super().__init__(f"{key}={show(value)}{origin} is not allowed: {key} must be {allowed}")
+
+    def from_source(self, source: str) -> RuleError:
+        return RuleError(self.key, self.value, self.allowed, source)
+
+
+class EnvFault(EnvError, ConfigError):
+    """An env fault as first raised: exit 2, and a ConfigError too, so that wherever a run is refused
+    before it starts (the CLI's checks, a Hydra job before training) it is told as bad input is.
+    The trainer re-raises it as a plain EnvError with exit 4 once training has started."""
+
+
+class FolderBusy(ConfigError):
+    """A live her-run holds the folder's lock."""
+
+
+class VideoError(ConfigError):
+    """The env cannot be recorded, or the writer is missing: one line, exit status 2."""
+
+
+class NoBlockToHold(ConfigError):
+    """``env.start_in_gripper`` asked of an env without a Fetch block."""
+
+
 class Interrupt(KeyboardInterrupt):
     """A stop her-rl raises itself on a signal (a Ctrl-C, SIGTERM): told apart from a KeyboardInterrupt
     an env raises, which is the env's fault."""
@@ -223,5 +262,6 @@ def raised_by_code(exc: BaseException) -> bool:
     return True
 
 
-__all__ = ["CheckpointError", "ConfigError", "EnvError", "Interrupt", "NonFiniteError", "OutputError", "one_line",
-           "outside", "printable", "raised_by_code", "screen_width", "whole"]
+__all__ = ["CheckpointError", "ConfigError", "EnvError", "EnvFault", "FolderBusy", "Interrupt", "NoBlockToHold",
+           "NonFiniteError", "OutputError", "RuleError", "VideoError", "one_line", "outside", "printable",
+           "raised_by_code", "screen_width", "show", "whole"]

@@ -18,21 +18,13 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from her_rl.errors import ConfigError
+from her_rl.errors import ConfigError, RuleError, show  # noqa: F401  (RuleError: importable from here too)
 
 MAX_SEED = 2**32 - 1  # numpy's SeedSequence and torch both take seeds in [0, 2**32 - 1] here
 MAX_ENVS = 4096  # parallel env copies (num_envs, eval.episodes, episodes per cycle)
 
 
 NAME_MAX, PATH_MAX = 255, 4096  # bytes of one file or folder name, of a whole path (Linux, macOS)
-
-
-def show(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 14_000:
-        return f"<an integer of about {int(value.bit_length() * 0.30103):,} digits>"  # str() refuses past 4,300
-    if isinstance(value, (list, tuple)):  # a huge integer inside a list, too
-        return "[" + ", ".join(show(v) if not isinstance(v, str) else repr(v) for v in value) + "]"
-    return repr(value) if isinstance(value, str) else str(value)
 
 
 def check_path(key: str, value: Any) -> None:
@@ -45,18 +37,6 @@ def check_path(key: str, value: Any) -> None:
     if len(raw) >= PATH_MAX:
         raise ConfigError(f"{key} is not allowed: the path has {len(raw):,} bytes; a path may have at most "
                           f"{PATH_MAX - 1}")
-
-
-class RuleError(ConfigError):
-    """A value outside its rule; ``source`` names the interpolation it came from, if any."""
-
-    def __init__(self, key: str, value: Any, allowed: str, source: str | None = None):
-        self.key, self.value, self.allowed = key, value, allowed
-        origin = f" (from {source})" if source else ""
-        super().__init__(f"{key}={show(value)}{origin} is not allowed: {key} must be {allowed}")
-
-    def from_source(self, source: str) -> RuleError:
-        return RuleError(self.key, self.value, self.allowed, source)
 
 
 @dataclass(frozen=True)

@@ -203,3 +203,20 @@ def test_atomic_text_writes_use_unique_temp_files(tmp_path, monkeypatch):
         checkpoint.write_atomic_text(tmp_path / "results.json", text)
     assert len(set(temps)) == 2 and (tmp_path / "results.json").read_text() == "b"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+
+
+@pytest.mark.parametrize("version", ["2.9.2", None])
+def test_a_stable_baselines3_model_is_named_as_one_with_how_to_evaluate_it(tmp_path, version):
+    import zipfile
+
+    path = tmp_path / "sac_fetch.zip"
+    with zipfile.ZipFile(path, "w") as archive:  # the members SB3's BaseAlgorithm.save writes
+        archive.writestr("data", "{}")
+        archive.writestr("policy.pth", b"\0")
+        archive.writestr("pytorch_variables.pth", b"\0")
+        if version:
+            archive.writestr("_stable_baselines3_version", version)
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint.load(path)
+    assert "a Stable-Baselines3 model" in str(caught.value) and "evaluate_policy" in str(caught.value)
+    assert ("saved by Stable-Baselines3 2.9.2" in str(caught.value)) == bool(version)

@@ -34,13 +34,7 @@ import numpy as np
 from gymnasium import spaces
 
 from her_rl.envs.output_checks import check_obs, check_reset, check_rewards, check_step
-from her_rl.errors import ConfigError, EnvError, one_line, outside, printable, raised_by_code
-
-
-class EnvFault(EnvError, ConfigError):
-    """An env fault as first raised: exit 2, and a ConfigError too, so that wherever a run is refused
-    before it starts (the CLI's checks, a Hydra job before training) it is told as bad input is.
-    The trainer re-raises it as a plain EnvError with exit 4 once training has started."""
+from her_rl.errors import EnvError, EnvFault, one_line, outside, printable, raised_by_code
 
 
 _STDLIB = sysconfig.get_paths()["stdlib"].replace("\\", "/")

@@ -40,7 +40,7 @@ import gymnasium as gym
 import numpy as np
 
 from her_rl.envs.families import FAMILIES, family_of
-from her_rl.errors import ConfigError
+from her_rl.errors import NoBlockToHold
 
 ROBOTICS = next(f for f in FAMILIES if f.extra == "robotics")
 ROBOTICS_VERSIONS = ROBOTICS.versions
@@ -107,10 +107,6 @@ class CachedJointUtils:
         if self._by_name or data.qpos is None:
             return self._utils.robot_get_obs(model, data, joint_names)
         return data.qpos[self._addresses[0]], data.qvel[self._addresses[1]]
-
-
-class NoBlockToHold(ConfigError):
-    """``env.start_in_gripper`` asked of an env without a Fetch block."""
 
 
 class StartInGripper(gym.Wrapper):

@@ -16,6 +16,7 @@ import random
 import re
 import tempfile
 import warnings
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,27 @@ def _not_a_file(path: Path) -> str | None:
     return None
 
 
+def _sb3_model(path: Path) -> str | None:
+    """The line for a Stable-Baselines3 model (a zip of ``data``, ``policy.pth`` and its version file); else None."""
+    version_file = "_stable_baselines3_version"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+            if version_file not in names and not {"data", "policy.pth"} <= names:
+                return None
+            version = ""
+            if version_file in names:
+                with archive.open(version_file) as f:
+                    version = f.read(32).decode("ascii", "replace")
+    except (OSError, zipfile.BadZipFile, RuntimeError, ValueError):
+        return None
+    version = "".join(c for c in version if c.isalnum() or c in ".+-")
+    made = f" (saved by Stable-Baselines3 {version})" if version else ""
+    return (f"a Stable-Baselines3 model{made}, not a her-rl checkpoint: load it with its SB3 class "
+            "(e.g. SAC.load(path, env=env); a HER model needs its env) and evaluate it with "
+            "stable_baselines3.common.evaluation.evaluate_policy")
+
+
 def _why_unloadable(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     found = re.search(r"GLOBAL ([\w.]+)", text)
@@ -123,6 +145,9 @@ def load(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> d
         raise CheckpointError(f"cannot load checkpoint {path}: {why}")
     if path.stat().st_size == 0:
         raise CheckpointError(f"cannot load checkpoint {path}: the file is empty (an interrupted save or a full disk)")
+    sb3 = _sb3_model(path)
+    if sb3:
+        raise CheckpointError(f"cannot load checkpoint {path}: {sb3}")
     try:
         with warnings.catch_warnings():  # torch warns about pickle protocols of foreign files
             warnings.simplefilter("ignore")

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from her_rl.errors import ConfigError
+from her_rl.errors import ConfigError, FolderBusy
 from her_rl.folder.parse import json_value
 
 # What a run folder holds (besides tb/ and, after load=, eval.json or videos/).
@@ -195,10 +195,6 @@ def _alive(pid: int) -> bool:
     except (ProcessLookupError, OverflowError, ValueError):
         return False
     return pid > 0
-
-
-class FolderBusy(ConfigError):
-    """A live her-run holds the folder's lock."""
 
 
 class RunLock:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from her_rl.config.video import DEFAULTS
-from her_rl.errors import ConfigError, OutputError, one_line
+from her_rl.errors import OutputError, VideoError, one_line
 from her_rl.folder.rundir import RunLock
 
 FORMATS = ("mp4", "gif")
@@ -35,10 +35,6 @@ BLOCK = 16  # H.264 (yuv420p) wants sides in multiples of the macro block; image
 DEFAULT_FPS = 30  # for envs whose metadata has no render_fps
 MAX_STEPS = 10_000  # a cap per episode, for envs without a time limit
 STALE = re.compile(r"\.episode-\d+\.partial\.\w+")  # a recording's temporary files, until it ends
-
-
-class VideoError(ConfigError):
-    """The env cannot be recorded, or the writer is missing: one line, exit status 2."""
 
 
 def offscreen() -> None:
