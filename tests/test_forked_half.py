@@ -11,7 +11,7 @@ import time
 import pytest
 import torch
 
-from her_rl.rl.forked_half import ForkedHalf, can_fork
+from her_rl.algos.parallel_update import ForkedHalf, can_fork
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="processes do not fork here")
 
@@ -81,7 +81,7 @@ def test_the_child_ignores_interrupts_and_ends_with_the_process_that_forked_it_e
     script = tmp_path / "parent.py"
     script.write_text(textwrap.dedent("""
         import sys, time
-        from her_rl.rl.forked_half import ForkedHalf
+        from her_rl.algos.parallel_update import ForkedHalf
         half = ForkedHalf(lambda: None, name="test half")
         half.start()
         half.submit(); half.result()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from her_rl.algos.her_ddpg import HerDDPG
-from her_rl.rl.energy import GRAVITY, trajectory_energy
+from her_rl.rl.her import GRAVITY, trajectory_energy
 from her_rl.rl.her import HindsightMemory
 
 

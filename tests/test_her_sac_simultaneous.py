@@ -1,7 +1,7 @@
 """algo.simultaneous=true (her_sac): an update's gradients all come from the parameters before it, so
 the actor climbs the critics as they were before their step; with critic_threads 2 the critics' half
-and the actor's half run on a thread each, with the numbers of one thread; the learners with their own
-update refuse it."""
+and the actor's half run on a thread each, with the numbers of one thread (her_rl/algos/parallel_update.py);
+HER-CrossQ and HER-REDQ take no such key."""
 
 import pytest
 import torch
@@ -11,7 +11,8 @@ from her_rl.algos.her_redq import HerREDQ
 from her_rl.algos.her_sac import HerSAC
 from her_rl.errors import ConfigError
 from her_rl.rl.actions import ContinuousAction
-from her_rl.rl.forked_half import can_fork
+from her_rl.algos.parallel_update import can_fork
+from her_rl.config.registry import accepted_params
 
 PUSH = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuous", "max_episode_steps": 10}}
 SMALL = {"hidden": (32, 32), "episodes_per_cycle": 4, "updates_per_cycle": 5, "batch_size": 16}
@@ -86,21 +87,22 @@ def _same_learner(one: HerSAC, two: HerSAC) -> None:
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_two_threads_give_the_numbers_of_one(precision):
     one, two = _trained(precision, 1), _trained(precision, 2)
-    assert one.halves._pool is None and two.halves._pool is not None  # two ran the actor's half on a thread
-    assert two.side_by_side._pool is None  # ... and the critics one after the other on theirs
+    assert one.parallel.halves._pool is None
+    assert two.parallel.halves._pool is not None  # two ran the actor's half on a thread
+    assert two.parallel.side_by_side._pool is None  # ... and the critics one after the other on theirs
     _same_learner(one, two)
-    two.halves.close()
+    two.parallel.halves.close()
 
 
 @needs_fork
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_the_actors_half_in_a_forked_process_gives_the_numbers_of_one_thread(precision):
     one, forked = _trained(precision, 1), _trained(precision, 2, "process")
-    assert forked.forked is not None and forked.forked._process.is_alive()  # from the second update on
-    assert forked.forked._process.pid != __import__("os").getpid()
+    assert forked.parallel.forked is not None and forked.parallel.forked._process.is_alive()  # from the second update on
+    assert forked.parallel.forked._process.pid != __import__("os").getpid()
     _same_learner(one, forked)
-    process = forked.forked._process
-    forked.forked.close()
+    process = forked.parallel.forked._process
+    forked.parallel.forked.close()
     assert not process.is_alive()
 
 
@@ -108,43 +110,41 @@ def test_the_actors_half_in_a_forked_process_gives_the_numbers_of_one_thread(pre
 @pytest.mark.parametrize("replace", ["weight", "optimiser state"])
 def test_the_forked_half_starts_again_when_a_tensor_it_shares_is_replaced(replace):
     agent = _trained("float32", 2, "process")
-    first = agent.forked._process
+    first = agent.parallel.forked._process
     if replace == "weight":
         agent.actor.trunk[0][0].weight.data = agent.actor.trunk[0][0].weight.data.clone()
     else:  # what loading a checkpoint or the guard's snapshot into the optimiser does
         agent.actor_optimizer.load_state_dict(__import__("copy").deepcopy(agent.actor_optimizer.state_dict()))
     agent.train_iteration()
-    assert agent.forked._process is not first and not first.is_alive()
+    assert agent.parallel.forked._process is not first and not first.is_alive()
     assert agent.actor.trunk[0][0].weight.is_shared()
     assert all(v.is_shared() for state in agent.actor_optimizer.state.values() for v in state.values())
     agent.envs.close()
-    agent.forked.close()
+    agent.parallel.forked.close()
 
 
 @needs_fork
 def test_an_error_on_this_side_ends_the_forked_half_and_the_next_update_forks_anew(monkeypatch):
     agent = _trained("float32", 2, "process")
-    first = agent.forked._process
+    first = agent.parallel.forked._process
 
     def failing(*args, **kwargs):
         raise FloatingPointError("non-finite critic loss")
 
     with monkeypatch.context() as m:
-        m.setattr(agent, "critic_gradients", failing)
+        m.setattr(agent.parallel, "critic_gradients", failing)
         with pytest.raises(FloatingPointError):
             agent.learn()
-    assert agent.forked is None and not first.is_alive()
+    assert agent.parallel.forked is None and not first.is_alive()
     agent.learn()
-    assert agent.forked._process.is_alive() and agent.forked._process is not first
+    assert agent.parallel.forked._process.is_alive() and agent.parallel.forked._process is not first
     agent.envs.close()
-    agent.forked.close()
+    agent.parallel.forked.close()
 
 
 @pytest.mark.parametrize("cls", [HerCrossQ, HerREDQ], ids=lambda c: c.NAME)
-def test_the_learners_with_their_own_update_refuse_it(cls):
-    with pytest.raises(ConfigError, match=rf"algo.simultaneous=true is not allowed for {cls.NAME}"):
-        cls.check_config({"simultaneous": True})
-    cls.check_config({"simultaneous": False})
+def test_the_learners_with_their_own_update_take_no_such_key(cls):
+    assert not {"simultaneous", "actor_half"} & set(accepted_params(cls.NAME))
     HerSAC.check_config({"simultaneous": True, "critic_threads": 2})
 
 
@@ -153,7 +153,8 @@ def test_her_run_refuses_it_for_her_crossq_in_one_line(her_run_here, tmp_path):
                        tmp_path)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        "her-run: error: algo.simultaneous=true is not allowed for her_crossq: it is her_sac's (leave it false)"]
+        "her-run: error: unknown config key 'algo.simultaneous' (her-run --cfg job lists the keys; "
+        "+algo.simultaneous=VALUE adds a new one)"]
 
 
 def test_it_is_a_setting_a_resume_may_not_change():
@@ -191,31 +192,31 @@ def test_her_run_refuses_an_unknown_place_for_the_actors_half_in_one_line(her_ru
 @needs_fork
 def test_an_error_in_the_forked_half_is_one_line_ends_it_and_the_next_update_forks_anew(monkeypatch):
     agent = _trained("float32", 2, "process")
-    agent.forked.close()
-    agent.forked = None
+    agent.parallel.forked.close()
+    agent.parallel.forked = None
 
     def failing(*args, **kwargs):
         raise FloatingPointError("non-finite actor loss")
 
     with monkeypatch.context() as m:
-        m.setattr(agent, "actor_gradients", failing)  # the next fork's child inherits it
+        m.setattr(agent.parallel, "actor_gradients", failing)  # the next fork's child inherits it
         with pytest.raises(RuntimeError) as err:
             agent.learn()
     assert str(err.value) == "her_sac actor's half failed: FloatingPointError: non-finite actor loss"
-    assert agent.forked is None
+    assert agent.parallel.forked is None
     agent.learn()  # forked anew, without the failing stand-in
-    assert agent.forked._process.is_alive()
+    assert agent.parallel.forked._process.is_alive()
     agent.envs.close()
-    agent.forked.close()
+    agent.parallel.forked.close()
 
 
 @needs_fork
 def test_the_forked_half_is_refused_off_the_cpu_and_off_linux(monkeypatch):
-    import her_rl.algos.her_sac as her_sac
+    import her_rl.algos.parallel_update as parallel_update
 
     keys = {"simultaneous": True, "critic_threads": 2, "actor_half": "process"}
     HerSAC.check_config(keys)
-    monkeypatch.setattr(her_sac, "can_fork", lambda: False)
+    monkeypatch.setattr(parallel_update, "can_fork", lambda: False)
     with pytest.raises(ConfigError, match="needs Linux"):
         HerSAC.check_config(keys)
     monkeypatch.undo()

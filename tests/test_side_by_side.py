@@ -1,5 +1,6 @@
-"""algo.critic_threads=2: the twin critics' passes run one per thread, and the numbers are those of one
-thread; the actor's gradient through min(Q1, Q2) is the one autograd gives; the refusals."""
+"""algo.critic_threads=2: the twin critics' passes run one per thread (her_rl/algos/parallel_update.py), and
+the numbers are those of the plain update; the actor's gradient through min(Q1, Q2) is the one autograd
+gives; HER-REDQ takes no such key."""
 
 import threading
 
@@ -11,7 +12,8 @@ from her_rl.algos.her_redq import HerREDQ
 from her_rl.algos.her_sac import HerSAC
 from her_rl.algos.her_td3 import HerTD3
 from her_rl.errors import ConfigError
-from her_rl.rl.side_by_side import SideBySide
+from her_rl.algos.parallel_update import ParallelUpdate, SideBySide
+from her_rl.config.registry import accepted_params, check_algo_keys
 
 PUSH = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuous", "max_episode_steps": 10}}
 SMALL = {"hidden": (32, 32), "episodes_per_cycle": 4, "updates_per_cycle": 5, "batch_size": 16}
@@ -62,13 +64,13 @@ def _trained(cls, critic_threads: int, precision: str):
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_two_critic_threads_give_the_numbers_of_one(cls, precision):
     one, two = _trained(cls, 1, precision), _trained(cls, 2, precision)
-    assert one.side_by_side._pool is None and two.side_by_side._pool is not None  # two did use a second thread
+    assert one.parallel is None and two.parallel.side_by_side._pool is not None  # two did use a second thread
     for name in ("actor", "q1", "q2"):
         for (key, a), (_, b) in zip(getattr(one, name).state_dict().items(), getattr(two, name).state_dict().items()):
             assert torch.equal(a, b), f"{cls.NAME} {name}.{key}"
     if cls is not HerTD3:
         assert torch.equal(one.log_alpha, two.log_alpha)
-    two.side_by_side.close()
+    two.parallel.side_by_side.close()
 
 
 @pytest.mark.parametrize("critic_threads", [1, 2])
@@ -76,32 +78,35 @@ def test_the_actors_critic_gradient_is_that_of_min_q1_q2(critic_threads):
     torch.manual_seed(0)
     agent = HerSAC(env=PUSH, seed=0, critic_threads=critic_threads, **SMALL)
     agent.envs.close()
+    parallel = ParallelUpdate(agent)
     x, a = torch.randn(64, agent.inputs.dim), torch.rand(64, agent.act_dim) * 2 - 1
     a[:, 0] = 1.0  # the actions' bound, where the critics are steep or flat alike
-    q_min, grad = agent.min_q_and_action_gradient(x, a)
+    q_min, grad = parallel.min_q_and_action_gradient(x, a)
     a_ref = a.clone().requires_grad_(True)
     reference = torch.min(agent.q1(x, a_ref), agent.q2(x, a_ref))
     (grad_ref,) = torch.autograd.grad(reference.mean(), a_ref)
     torch.testing.assert_close(q_min, reference.detach(), rtol=0, atol=0)
     torch.testing.assert_close(grad, grad_ref)
     assert not q_min.requires_grad and not any(p.grad is not None for p in agent.q1.parameters())
-    agent.side_by_side.close()
+    parallel.side_by_side.close()
 
 
-def test_critic_threads_is_refused_outside_1_and_2_and_for_her_redq():
+def test_critic_threads_is_refused_outside_1_and_2_and_her_redq_takes_no_such_key():
     with pytest.raises(ConfigError, match=r"algo.critic_threads=3 is not allowed"):
         HerSAC.check_config({"critic_threads": 3})
-    with pytest.raises(ConfigError, match=r"algo.critic_threads=2 is not allowed for her_redq"):
-        HerREDQ.check_config({"critic_threads": 2})
     HerTD3.check_config({"critic_threads": 2})
+    HerCrossQ.check_config({"critic_threads": 2})
+    assert "critic_threads" not in accepted_params(HerREDQ.NAME)  # its critics are one batched ensemble
+    with pytest.raises(ConfigError, match=r"algo 'her_redq' has no parameter\(s\) \['critic_threads'\]"):
+        check_algo_keys(HerREDQ.NAME, {"critic_threads": 1})
 
 
 def test_her_run_refuses_critic_threads_for_her_redq_in_one_line(her_run_here, tmp_path):
     out = her_run_here(["algo=her_redq", "env=push", "algo.critic_threads=2"], tmp_path)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        "her-run: error: algo.critic_threads=2 is not allowed for her_redq: its critics are one batched ensemble "
-        "(it takes 1)"]
+        "her-run: error: unknown config key 'algo.critic_threads' (her-run --cfg job lists the keys; "
+        "+algo.critic_threads=VALUE adds a new one)"]
     assert not any(tmp_path.iterdir())
 
 

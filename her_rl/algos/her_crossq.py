@@ -25,34 +25,38 @@ one update per env step. ``polyak`` and ``tau`` have nothing to move.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Iterator
 
 import torch
 import torch.nn.functional as F
 
-from her_rl.algos.her_sac import HerSAC
+from her_rl.algos.her_sac import SoftActorCritic
 from her_rl.algos.hindsight import HindsightLearner
+from her_rl.algos.parallel_update import ParallelUpdate
 from her_rl.rl.batch_renorm import RenormCritic
-from her_rl.rules import UNIT_OPEN_CLOSED, Rule, integer, real
+from her_rl.rules import CRITIC_THREADS, UNIT_OPEN_CLOSED, Rule, integer, real
 
 
 @dataclass(eq=False)
-class HerCrossQ(HerSAC):
+class HerCrossQ(SoftActorCritic):
     """HER-CrossQ agent: HER-SAC's actor and temperature, batch-renormalised critics, no targets."""
 
     NAME = "her_crossq"
-    SIMULTANEOUS = False
     TARGETS: ClassVar[dict[str, str]] = {}
     STATE = ("actor", "q1", "q2", "actor_optimizer", "critic_optimizer", "alpha_optimizer", "log_alpha", "generator",
              *HindsightLearner.STATE)
     RULES: ClassVar[dict[str, Rule]] = {
-        **HerSAC.RULES, "policy_delay": integer(1, 1000), "adam_beta1": real(0, 1, hi_open=True),
-        "renorm_momentum": UNIT_OPEN_CLOSED, "renorm_warmup": integer(0),
+        **SoftActorCritic.RULES, "critic_threads": CRITIC_THREADS, "policy_delay": integer(1, 1000),
+        "adam_beta1": real(0, 1, hi_open=True), "renorm_momentum": UNIT_OPEN_CLOSED, "renorm_warmup": integer(0),
     }
 
     hidden: tuple[int, ...] = (256, 256)
     """Hidden layers (ReLU) of the actor and of both critics (the paper: a 256 x 256 actor, 2048 x 2048 critics)."""
+    critic_threads: int = 1
+    """2: the twin critics' passes run side by side, a critic per CPU thread (same numbers; faster with a second
+    core free; leave threads at 1 with it)."""
     policy_delay: int = 3
     """Critic updates per actor (and temperature) update."""
     adam_beta1: float = 0.5
@@ -63,36 +67,48 @@ class HerCrossQ(HerSAC):
     """Gradient steps of plain batch normalisation before the renormalisation corrections start."""
     clip_target: bool = True
     """Bound the bootstrap to the returns the env's reward range allows (before the entropy bonus)."""
-    simultaneous: bool = False
-    """false only: HER-CrossQ has its own update (the joint pass), which takes the actor's step after the critics'."""
-    actor_half: str = "thread"
-    """thread only: without simultaneous there is no actor's half to place."""
 
     def build_critics(self) -> None:
         self.twin_critics(lambda: RenormCritic(self.inputs.dim, self.act_dim, self.hidden, self.renorm_momentum,
-                                               self.renorm_warmup), targets=False, threads=self.critic_threads)
+                                               self.renorm_warmup), self.critic_lr, targets=False)
+        self.parallel = ParallelUpdate(self) if self.critic_threads == 2 else None
 
     def adam(self, params, lr: float) -> torch.optim.Adam:
         return torch.optim.Adam(params, lr=lr, betas=(self.adam_beta1, 0.999), fused=self.device.type == "cpu")
 
     def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
         """One joint critic step; every ``policy_delay``-th update also an actor and temperature step."""
+        if self.parallel is not None:  # critic_threads 2: her_rl/algos/parallel_update.py
+            return self.parallel.crossq_update(t)
         batch = len(t["x"])
-        with torch.no_grad(), self.autocast():
+        x, a, entropy = self.joint_batch(t)
+        with self.autocast():  # one pass of each critic over both halves: its batch statistics cover both
+            q1, q2 = self.q1(x, a).float(), self.q2(x, a).float()
+        with torch.no_grad():
+            y = self.td_target(t, torch.min(q1[batch:], q2[batch:]), entropy=entropy)
+        qf_loss = F.mse_loss(q1[:batch], y) + F.mse_loss(q2[:batch], y)
+        self.step(self.critic_optimizer, qf_loss)
+        metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1[:batch].mean().item()}
+        if self.updates % self.policy_delay == 0:
+            with self.critics_acting():
+                metrics.update(self.actor_step(t))
+        return metrics
+
+    @torch.no_grad()
+    def joint_batch(self, t: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """What one pass of a critic reads, [(s, g, a); (s', g, a')] with a' ~ pi(. | s', g), and the entropy
+        term alpha log pi(a' | s', g) of the target."""
+        with self.autocast():
             a_next, logp_next = self.actor(t["x_next"]).sample_with_log_prob(self.generator)
         x = torch.cat([t["x"], t["x_next"]])
         a = torch.cat([t["action"], a_next.to(t["action"].dtype)])
-        q1, q2 = (q.float() for q in self.critics_at(self.q1, self.q2, x=x, a=a))  # one pass: both halves' statistics
-        with torch.no_grad():
-            y = self.td_target(t, torch.min(q1[batch:], q2[batch:]), entropy=self.log_alpha.exp() * logp_next.float())
-        losses = [F.mse_loss(q1[:batch], y), F.mse_loss(q2[:batch], y)]
-        self.step_side_by_side(self.critic_optimizer, torch.Tensor.backward, losses)
-        qf_loss = sum(loss.detach() for loss in losses)
-        metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1[:batch].mean().item()}
-        if self.updates % self.policy_delay:
-            return metrics
-        self.q1.eval(), self.q2.eval()  # the actor climbs the critics as they act: running statistics
+        return x, a, self.log_alpha.exp() * logp_next.float()
+
+    @contextmanager
+    def critics_acting(self) -> Iterator[None]:
+        """The critics in inference mode (their running statistics): the actor climbs them as they act."""
+        self.q1.eval(), self.q2.eval()
         try:
-            return {**metrics, **self.actor_step(t)}
+            yield
         finally:
             self.q1.train(), self.q2.train()

@@ -27,6 +27,7 @@ from typing import ClassVar, Sequence
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from her_rl.algos.hindsight import HindsightLearner
 from her_rl.rl.nets import Critic, mlp
@@ -138,14 +139,22 @@ class HerDDPG(HindsightLearner):
         """One critic and one actor step on a batch of tensors (see :meth:`tensors`)."""
         with torch.no_grad(), self.autocast():
             q_next = self.critic_target(t["x_next"], self.actor_target(t["x_next"])).float()
-        target = self.td_target(t, q_next)
-        critic_loss, q = self.critic_step((self.critic,), self.critic_optimizer, t, target)
-        with frozen(self.critic):
-            with self.autocast():
-                actor_loss = policy_loss(self.actor, self.critic, t["x"], self.action_l2)
-            self.step(self.actor_optimizer, actor_loss)
-        return {"losses/qf_loss": critic_loss.item(), "losses/actor_loss": actor_loss.item(),
+        y = self.td_target(t, q_next)
+        with self.autocast():
+            q = self.critic(t["x"], t["action"]).float()
+        critic_loss = F.mse_loss(q, y)
+        self.step(self.critic_optimizer, critic_loss)
+        actor_loss = self.actor_step(t, self.critic)
+        return {"losses/qf_loss": critic_loss.item(), "losses/actor_loss": actor_loss,
                 "losses/q_values": q.mean().item()}
+
+    def actor_step(self, t: dict[str, torch.Tensor], critic: nn.Module) -> float:
+        """One actor step on :func:`policy_loss` against ``critic`` (frozen: only dQ/da is needed); its loss."""
+        with frozen(critic):
+            with self.autocast():
+                actor_loss = policy_loss(self.actor, critic, t["x"], self.action_l2)
+            self.step(self.actor_optimizer, actor_loss)
+        return actor_loss.item()
 
     def cycle_metrics(self) -> dict[str, float]:
         return {"charts/random_eps": self.random_eps}

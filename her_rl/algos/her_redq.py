@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from her_rl.algos.her_sac import HerSAC
+from her_rl.algos.her_sac import SoftActorCritic
 from her_rl.algos.hindsight import HindsightLearner
 from her_rl.errors import ConfigError
 from her_rl.rl.nets import EnsembleCritic
@@ -36,16 +36,15 @@ from her_rl.rules import BOOL, Rule, integer
 
 
 @dataclass(eq=False)
-class HerREDQ(HerSAC):
+class HerREDQ(SoftActorCritic):
     """HER-REDQ agent: HER-SAC's actor and temperature, an ensemble of layer-normalised critics."""
 
     NAME = "her_redq"
-    SIMULTANEOUS = False
     TARGETS = {"critics": "critics_target"}
     STATE = ("actor", "critics", "critics_target", "actor_optimizer", "critic_optimizer", "alpha_optimizer",
              "log_alpha", "generator", *HindsightLearner.STATE)
-    RULES: ClassVar[dict[str, Rule]] = {**HerSAC.RULES, "ensemble": integer(2, 100), "subset": integer(1, 100),
-                                        "layer_norm": BOOL}
+    RULES: ClassVar[dict[str, Rule]] = {**SoftActorCritic.RULES, "ensemble": integer(2, 100),
+                                        "subset": integer(1, 100), "layer_norm": BOOL}
 
     ensemble: int = 10
     """Critics in the ensemble, all trained towards the same target."""
@@ -56,12 +55,6 @@ class HerREDQ(HerSAC):
     clip_target: bool = True
     """Bound the bootstrapped Q to [-1/(1-gamma), 0], the range a -1/0 reward allows (before the entropy
     bonus)."""
-    critic_threads: int = 1
-    """1 only: the ensemble's critics already run as one batched product per layer."""
-    simultaneous: bool = False
-    """false only: HER-REDQ has its own update, which takes the actor's step after the critics'."""
-    actor_half: str = "thread"
-    """thread only: without simultaneous there is no actor's half to place."""
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:
@@ -69,9 +62,6 @@ class HerREDQ(HerSAC):
         ensemble, subset = values.get("ensemble", 10), values.get("subset", 2)
         if subset > ensemble:
             raise ConfigError(f"algo.subset={subset} is not allowed: it is larger than algo.ensemble ({ensemble})")
-        if values.get("critic_threads", 1) != 1:
-            raise ConfigError(f"algo.critic_threads={values['critic_threads']} is not allowed for her_redq: its critics "
-                              "are one batched ensemble (it takes 1)")
 
     def build_critics(self) -> None:
         self.critics, self.critics_target = (EnsembleCritic(

@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
+import torch.nn.functional as F
 
-from her_rl.algos.her_ddpg import HerDDPG, policy_loss
+from her_rl.algos.her_ddpg import HerDDPG
 from her_rl.algos.hindsight import HindsightLearner
+from her_rl.algos.parallel_update import ParallelUpdate
 from her_rl.rl.nets import Critic
-from her_rl.rl.updates import frozen
 from her_rl.rules import CRITIC_THREADS, NON_NEGATIVE, Rule, integer
 
 
@@ -53,26 +54,34 @@ class HerTD3(HerDDPG):
 
     def build(self) -> None:
         self.build_actor()
-        self.twin_critics(lambda: Critic(*self.dims), threads=self.critic_threads)
+        self.twin_critics(lambda: Critic(*self.dims), self.critic_lr)
+        self.parallel = ParallelUpdate(self) if self.critic_threads == 2 else None
+
+    def smoothed_target_action(self, x_next: torch.Tensor) -> torch.Tensor:
+        """a' = clip(pi'(s') + clip(target_noise * N(0, 1), -noise_clip, noise_clip), -1, 1)."""
+        with self.autocast():
+            a_next = self.actor_target(x_next).float()
+        noise = torch.randn(a_next.shape, generator=self.generator, device=self.device) * self.target_noise
+        return (a_next + noise.clamp(-self.noise_clip, self.noise_clip)).clamp(-1.0, 1.0)
 
     @torch.no_grad()
     def target(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
-        """y = r + gamma^m (1 - d) min(Q1', Q2')(s', a'): a' the target actor's action plus clipped noise."""
+        """y = r + gamma^m (1 - d) min(Q1', Q2')(s', a'), a' :meth:`smoothed_target_action`."""
+        a_next = self.smoothed_target_action(t["x_next"])
         with self.autocast():
-            a_next = self.actor_target(t["x_next"]).float()
-        noise = torch.randn(a_next.shape, generator=self.generator, device=self.device) * self.target_noise
-        a_next = (a_next + noise.clamp(-self.noise_clip, self.noise_clip)).clamp(-1.0, 1.0)
-        q_next = torch.min(*self.critics_at(self.q1_target, self.q2_target, x=t["x_next"], a=a_next)).float()
+            q_next = torch.min(self.q1_target(t["x_next"], a_next), self.q2_target(t["x_next"], a_next)).float()
         return self.td_target(t, q_next)
 
     def update(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
         """One step of both critics; on every ``policy_delay``-th update (counted by ``updates``) an actor step."""
-        qf_loss, q1 = self.critic_step((self.q1, self.q2), self.critic_optimizer, t, self.target(t))
+        if self.parallel is not None:  # critic_threads 2: her_rl/algos/parallel_update.py
+            return self.parallel.td3_update(t)
+        y = self.target(t)
+        with self.autocast():
+            q1, q2 = self.q1(t["x"], t["action"]).float(), self.q2(t["x"], t["action"]).float()
+        qf_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
+        self.step(self.critic_optimizer, qf_loss)
         metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1.mean().item()}
-        if self.updates % self.policy_delay == 0:
-            with frozen(self.q1):
-                with self.autocast():
-                    actor_loss = policy_loss(self.actor, self.q1, t["x"], self.action_l2)
-                self.step(self.actor_optimizer, actor_loss)
-            metrics["losses/actor_loss"] = actor_loss.item()
+        if self.updates % self.policy_delay == 0:  # the actor climbs Q1 alone
+            metrics["losses/actor_loss"] = self.actor_step(t, self.q1)
         return metrics

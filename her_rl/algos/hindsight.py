@@ -29,14 +29,12 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from her_rl.agent import IterationResult
 from her_rl.algos.base import Learner
 from her_rl.algos.cycle import cycle_envs, cycle_episodes, cycle_result, updates_for_cycle
 from her_rl.errors import ConfigError
 from her_rl.rl.her import PRIORITIES, STRATEGIES
-from her_rl.rl.side_by_side import SideBySide
 from her_rl.rl.updates import clip_to_return_range, polyak_update, td_target, update_precision
 from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, Rule, choice,
                           integer, optional)
@@ -142,7 +140,6 @@ class HindsightLearner(Learner):
             self.spec, self.buffer_size, self.strategy, self.k, self.seed, self.n_step, self.gamma, self.random_mix,
             self.prioritize, self.clip_energy, self.energy_dt)
         self.updates = 0
-        self.side_by_side = SideBySide(1)  # twin_critics may give the critics a thread each
         self.build()
         for net, target in self.TARGETS.items():
             getattr(self, target).load_state_dict(getattr(self, net).state_dict())
@@ -243,58 +240,13 @@ class HindsightLearner(Learner):
             return self.bounded(td_target(t["reward"], t["discount"], t["not_done"], q_next))
         return td_target(t["reward"], t["discount"], t["not_done"], self.bounded(q_next) - entropy)
 
-    def twin_critics(self, make: Callable[[], torch.nn.Module], targets: bool = True, threads: int = 1) -> None:
-        """Critics ``q1``, ``q2`` from ``make``, their target copies (``targets``) and one optimiser
-        over both (``critic_lr``): HER-TD3's, HER-SAC's and HER-CrossQ's. ``threads`` 2: their passes
-        run side by side, one critic per thread (:mod:`her_rl.rl.side_by_side`)."""
-        self.side_by_side = SideBySide(threads)
+    def twin_critics(self, make: Callable[[], torch.nn.Module], lr: float, targets: bool = True) -> None:
+        """Critics ``q1``, ``q2`` from ``make``, their target copies (``targets``) and one Adam optimiser over
+        both at learning rate ``lr``: HER-TD3's, HER-SAC's and HER-CrossQ's."""
         self.q1, self.q2 = make().to(self.device), make().to(self.device)
         if targets:
             self.q1_target, self.q2_target = make().to(self.device), make().to(self.device)
-        self.critic_optimizer = self.adam([*self.q1.parameters(), *self.q2.parameters()], self.critic_lr)
-
-    def critic_step(self, critics: Sequence[torch.nn.Module], optimizer: torch.optim.Optimizer,
-                    t: dict[str, torch.Tensor], y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One step of the critics Q(x, a) towards the targets ``y``: the sum of their mean squared
-        errors, each critic's backward pass :attr:`side_by_side`. Returns that loss and the first
-        critic's values."""
-        optimizer.zero_grad(set_to_none=True)
-        loss, q = self.critic_gradients(critics, t, y)
-        self.clip_and_step(optimizer)
-        return loss, q
-
-    def critic_gradients(self, critics: Sequence[torch.nn.Module], t: dict[str, torch.Tensor],
-                         y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`critic_step` without the step: the critics' squared errors backwarded into their gradients."""
-        def fit(critic: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
-            with self.autocast():
-                q = critic(t["x"], t["action"]).float()
-            loss = F.mse_loss(q, y)
-            loss.backward()
-            return loss.detach(), q.detach()
-
-        fitted = self.side_by_side.map(fit, critics)
-        return sum(loss for loss, _ in fitted), fitted[0][1]
-
-    def step_side_by_side(self, optimizer: torch.optim.Optimizer, backward: Callable[[Any], Any],
-                          items: Sequence[Any]) -> list[Any]:
-        """One step of ``optimizer`` on the gradients ``backward`` leaves, called on each item
-        :attr:`side_by_side` (each critic's backward pass); returns what the calls return."""
-        optimizer.zero_grad(set_to_none=True)
-        out = self.side_by_side.map(backward, items)
-        self.clip_and_step(optimizer)
-        return out
-
-    def critics_at(self, *critics: torch.nn.Module, x: torch.Tensor, a: torch.Tensor) -> list[torch.Tensor]:
-        """Each critic's Q(x, a) in ``precision``, :attr:`side_by_side`; recorded for backward where grad
-        mode is on here (grad mode and autocast are per thread, so each piece sets them)."""
-        grad = torch.is_grad_enabled()
-
-        def value(critic: torch.nn.Module) -> torch.Tensor:
-            with torch.set_grad_enabled(grad), self.autocast():
-                return critic(x, a)
-
-        return self.side_by_side.map(value, critics)
+        self.critic_optimizer = self.adam([*self.q1.parameters(), *self.q2.parameters()], lr)
 
     def autocast(self) -> torch.autocast:
         """Context for an update's forward passes in ``precision`` (see :func:`update_precision`)."""
