@@ -4,7 +4,8 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-# The third-party env families, the SB3 peers and Ray (robotics, panda, bench, ray extras): CI installs them so their tests run.
+# The third-party env families, the SB3 peers, the W&B and MLflow trackers and Ray (robotics, panda, bench, wandb, mlflow,
+# ray extras): CI installs them so their tests run.
 .PHONY: install install-extras docs docs-serve run test bench bench-her bench-ppo bench-push bench-env bench-continuous bench-fetch bench-fetch-frontier clean
 
 install: $(STAMP)
@@ -19,7 +20,7 @@ $(STAMP): pyproject.toml
 
 # Ray last, on its own: hydra-ray-launcher pins an older cloudpickle, which the joblib launcher still runs with.
 $(VENV)/.extras: $(STAMP)
-	$(BIN)/pip install --quiet -e ".[robotics,panda,bench]"
+	$(BIN)/pip install --quiet -e ".[robotics,panda,bench,wandb,mlflow]"
 	$(BIN)/pip install --quiet -e ".[ray]"
 	touch $@
 

@@ -8,8 +8,8 @@ policy = her_rl.load("outputs/flip8")
 print(her_rl.evaluate(policy, episodes=100)["success_rate"])  # goal envs; "return" for any task
 ```
 
-The training runner, Hydra and the algorithms are imported on first use, so ``import her_rl``
-stays light.
+The gate, the training runner, Hydra and the algorithms are imported on first use, so ``import
+her_rl`` stays light (no torch).
 """
 
 from __future__ import annotations
@@ -22,19 +22,14 @@ from her_rl.run.policy import Policy, load
 
 
 def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> dict[str, Any]:
-    """The run ``her-run`` makes of these overrides: the same checks, run folder rules (``out_dir``
-    plays ``hydra.run.dir``; None: a new folder under ``outputs/``), logs and checkpoints. Returns
-    the results dict that is also written to ``results.json`` (``load=PATH`` among the overrides:
-    the evaluation report instead). Bad input raises :class:`her_rl.ConfigError` with the one line
-    ``her-run`` would print."""
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    from her_rl.config.compose import check_group_names, choose, compose, hydra_message
-    from her_rl.envs.custom import import_given
-    from her_rl.config.overrides import single_job_dir
-    from her_rl.errors import ConfigError, one_line, printable
-    from her_rl.run.runner import run
+    """The run ``her-run`` makes of these overrides: the same gate (:func:`her_rl.run.plan.gate`), run
+    folder rules (``out_dir`` plays ``hydra.run.dir``; None: a new folder under ``outputs/``), logs and
+    checkpoints. Returns the results dict that is also written to ``results.json`` (``load=PATH``
+    among the overrides: the evaluation report instead). Bad input raises :class:`her_rl.ConfigError`
+    with the one line ``her-run`` would print."""
+    from her_rl.errors import ConfigError, one_line
+    from her_rl.run.plan import gate
+    from her_rl.run.runner import start
 
     if isinstance(overrides, (str, bytes)) or not isinstance(overrides, Sequence):
         raise ConfigError(f"overrides must be a list of strings such as ['n=8'], got {type(overrides).__name__}")
@@ -45,21 +40,9 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
         index, value = wrong
         raise ConfigError(f"overrides[{index}] is {one_line(repr(value))[:60]} ({type(value).__name__}); each override "
                           "must be a string such as 'n=8'")
-    overrides = list(overrides)
+    checked = gate(list(overrides), out_dir)
     try:
-        check_group_names(overrides)  # first: an override that would run code is refused as her-run refuses it
-        out_dir = single_job_dir(overrides, out_dir)
-        overrides = [o for o in overrides if o.split("=", 1)[0] != "hydra.run.dir"]
-        import_given(overrides)  # env.id=module:Env-v0: its module registers the env the learner is chosen for
-        choice = choose(overrides)
-        if choice.line:
-            print(printable(f"her-run: {choice.line}"), flush=True)
-        overrides = choice.apply(overrides)
-        cfg = compose(overrides)
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(hydra_message(exc, overrides)) from None
-    try:
-        return run(cfg, out_dir=out_dir, overrides=overrides)
+        return start(checked)
     except SystemExit as exc:  # her-run's exit after a stop signal: a Python caller gets a KeyboardInterrupt
         if isinstance(exc.code, int) and exc.code > 128:
             raise KeyboardInterrupt(f"stopped by signal {exc.code - 128}; the run folder keeps its last "

@@ -1,18 +1,18 @@
-"""``her-run``: the command.
+"""``her-run``: the command: its argv, flags, signals and exit codes.
 
-The command is composed (Hydra, :mod:`her_rl.config.compose`) and checked before anything is created:
-flags and overrides that would make Hydra run code (:func:`her_rl.config.overrides.check_overrides`),
-group names, Hydra's own override and key errors, every key the run needs (a ``~KEY`` that deletes
-one is named), then every value, the env's spaces, the run folder and the checkpoint to resume
-(:func:`her_rl.run.plan.plan_run`). A single run is then trained here, from that one plan, with its
-folder locked from the check to the end; ``load=`` is evaluated here; a sweep's values, folder and
-launcher are checked (:mod:`her_rl.run.sweep`) and Hydra's launcher runs its jobs, each of which
-plans itself. A problem is one line ``her-run: error: ...`` (control characters escaped, text from outside
-cut to the screen's width: :func:`her_rl.errors.printable`) and exit status 2, with nothing created or written. A signal outside training ends
-her-run with 128 + the signal and one line saying what is on disk (:class:`her_rl.run.signals.Stage`);
-training's own handlers do the same. Importing this module loads no torch, so the signals are
-her-run's from its first moment. ``--version`` is her-rl's; ``--help`` is Hydra's, with her-run's
-template (``conf/hydra/help/her_rl.yaml``).
+Flags that would read configs from elsewhere or unpickle a file are refused here; the overrides go
+through the gate (:func:`her_rl.run.plan.gate`), which checks them once, in one order, before anything
+is created: overrides that would make Hydra run code, group names, Hydra's own override and key
+errors, every key the run needs, the run folder and the checkpoint to resume, every value, the env's
+spaces. A single run is then trained here, from that one plan, with its folder locked from the check
+to the end; ``load=`` is evaluated here; a sweep's variants, folder and launcher are checked
+(:func:`her_rl.run.plan.gate_sweep`) and Hydra's launcher runs its jobs, each of which plans itself.
+A problem is one line ``her-run: error: ...`` (control characters escaped, text from outside cut to
+the screen's width: :func:`her_rl.errors.printable`) and exit status 2, with nothing created or
+written. A signal outside training ends her-run with 128 + the signal and one line saying what is on
+disk (:class:`her_rl.run.signals.Stage`); training's own handlers do the same. Importing this module
+loads no torch, so the signals are her-run's from its first moment. ``--version`` is her-rl's;
+``--help`` is Hydra's, with her-run's template (``conf/hydra/help/her_rl.yaml``).
 """
 
 from __future__ import annotations
@@ -28,18 +28,15 @@ from importlib.metadata import version
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from her_rl.folder import rundir, failures
-from her_rl.config import schema
-from her_rl.config.compose import Choice, check_group_names, choose, compose, hydra_message
+from her_rl.config.compose import hydra_message
 from her_rl.config.video import expand_overrides
-from her_rl.envs.custom import import_given
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, printable
-from her_rl.config.overrides import check_overrides, one_value_each
+from her_rl.config.overrides import check_overrides
 from her_rl.run.launchers import gather_each_job
-from her_rl.run.sweep import check_sweep, isolates, objective, optuna_settings, run_isolated, sweep_variants
-from her_rl.rules import check_path
+from her_rl.run.sweep import isolates, objective, optuna_settings, run_isolated
 from her_rl.run.signals import Stage, Stopped, early_stops, exit_at_once
 
 # Flags after which Hydra does something other than run jobs (help, printing the config, ...).
@@ -58,8 +55,6 @@ _STAGE = Stage()  # how far this command got, for the line a signal that stops i
 _SWEEP_PID: int | None = None  # her-run's own process, once it starts a sweep (a worker process of it has another)
 
 
-
-
 def _say(text: object) -> None:
     """The one place her-run prints a line of its own to stderr."""
     print(printable(f"her-run: {text}"), file=sys.stderr, flush=True)  # cut to the screen where outside text is long
@@ -70,86 +65,32 @@ def _fail(message: object, code: int = 2) -> None:
     sys.exit(code)
 
 
-def _task_config(cfg: DictConfig) -> DictConfig:
-    task = cfg.copy()
-    with open_dict(task):
-        del task["hydra"]
-    return task
+def _preflight(argv: list[str]):
+    """The command through its gate (:mod:`her_rl.run.plan`): a single run's checked plan (her-run trains
+    it here, in this process, its folder locked from the check to the end) or ``load=``'s evaluation;
+    a sweep: None, its variants checked and Hydra's launcher to run its jobs (each plans itself)."""
+    from her_rl.run.plan import gate, gate_sweep  # here: it loads torch, and her-run takes its signals first
 
-
-def _explicit_run_dir(cfg: DictConfig) -> Path | None:
-    """hydra.run.dir when the command gave it (the default names a new, unique folder)."""
-    if any(o.split("=", 1)[0].lstrip("+") == "hydra.run.dir" for o in cfg.hydra.overrides.hydra):
-        out = rundir.folder_path(OmegaConf.select(cfg, "hydra.run.dir"), "hydra.run.dir")
-        check_path("hydra.run.dir", out)
-        _STAGE.folder = out
-        return out
+    overrides = [a for a in argv if a not in _RUN_FLAGS]
+    if not set(argv) & set(_RUN_FLAGS):
+        return gate(overrides, command=True)
+    sys.argv[1:] = gate_sweep(overrides).apply(argv)  # Hydra composes every job from sys.argv
     return None
 
 
-def _check_composed(cfg: DictConfig, overrides: list[str], values: bool = True) -> DictConfig:
-    """The task config of a composed command, with every key the run needs (``~KEY`` deletions are
-    named) and, with ``values``, every value checked; a load= command's values are checked by load."""
-    from her_rl.config.checks import validate
+def _run(checked) -> None:
+    """Train the checked plan in this process (Hydra's launcher is for sweeps), or evaluate (``load=``)."""
+    from her_rl.run.plan import Evaluation  # here: it loads torch, and her-run takes its signals first
+    from her_rl.run.runner import start
 
-    task = _task_config(cfg)
-    schema.check_required(OmegaConf.to_container(task), overrides)
-    if values and not task.get("load"):
-        validate(task, overrides)
-    return task
-
-
-def _preflight(argv: list[str]):
-    """Compose and check the command. A single run: its checked plan (her-run trains it here, in this
-    process: the one plan, the one check, the run folder locked from the check to the end); ``load=``:
-    what its evaluation needs; a sweep: None, Hydra's launcher runs its jobs (each plans itself)."""
-    from her_rl.run.plan import plan_run
-
-    overrides = [a for a in argv if a not in _RUN_FLAGS]
-    if set(argv) & set(_RUN_FLAGS):
-        for i, variant in enumerate(sweep_variants(overrides)):
-            cfg = compose(hydra=True, overrides=variant)
-            if i == 0:
-                check_sweep(cfg)
-            _check_composed(cfg, variant)
-        return None
-    cfg = compose(hydra=True, overrides=overrides)
-    task_overrides = list(cfg.hydra.overrides.task)
-    task, out = _task_config(cfg), _explicit_run_dir(cfg)
-    schema.check_required(OmegaConf.to_container(task), task_overrides)  # ~seed: before the folder names it
-    if task.get("load"):
-        if isinstance(task.get("load"), str):
-            check_path("load", task["load"])
-        return task, task_overrides, out
-    if task.get("resume") is True and out is None:
-        raise ConfigError("resume=true needs the folder of the run to continue: add hydra.run.dir=<run folder>")
-    if out is None:  # the default: a new, unique folder named by hydra.run.dir
-        out = rundir.folder_path(OmegaConf.select(cfg, "hydra.run.dir"), "hydra.run.dir")
-        check_path("hydra.run.dir", out)
-    return plan_run(task, out, task_overrides)  # as the command gave it: its lines name it so
-
-
-def _run_planned(plan) -> None:
-    """Train a checked plan in this process (Hydra's launcher is for sweeps)."""
-    from her_rl.run.runner import train
-
-    _STAGE.name, _STAGE.folder, _STAGE.env_id = "job", plan.out, plan.config["env"].get("id")
-    failures.clear(plan.out)  # a new attempt in this folder (it may have been a sweep's job)
+    if isinstance(checked, Evaluation):
+        _STAGE.name = "load"
+    else:
+        _STAGE.name, _STAGE.folder, _STAGE.env_id = "job", checked.out, checked.config["env"].get("id")
+        failures.clear(checked.out)  # a new attempt in this folder (it may have been a sweep's job)
     try:
-        train(plan)
+        start(checked)
     except (ConfigError, EnvError, NonFiniteError, OutputError) as exc:
-        _fail(exc, exc.exit_code)
-    finally:
-        plan.release()
-
-
-def _run_load(task: DictConfig, overrides: list[str], out: Path | None) -> None:
-    from her_rl.run.evaluation import evaluate_checkpoint
-
-    _STAGE.name = "load"
-    try:
-        evaluate_checkpoint(task, out, overrides)
-    except (ConfigError, EnvError, OutputError) as exc:
         _fail(exc, exc.exit_code)
 
 
@@ -159,7 +100,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 
     from her_rl.run.runner import run
 
-    hc = HydraConfig.get()  # a sweep's job: a single run is trained by _run_planned
+    hc = HydraConfig.get()  # a sweep's job: a single run is trained by _run
     out, overrides = Path(hc.runtime.output_dir), list(hc.overrides.task)
     _STAGE.folder, _STAGE.sweep = out, Path(hc.sweep.dir)
     failures.clear(out)  # a new attempt in this folder
@@ -188,7 +129,7 @@ def _help() -> None:
 def _checked_argv(argv: list[str]) -> list[str]:
     """The command as Hydra is to get it: her-rl's additions made (Optuna's direction, ``video=true``),
     ``-r`` dropped (running is Hydra's default), and refused if a flag would read configs from
-    elsewhere or unpickle a file, or an override would make Hydra run code."""
+    elsewhere or unpickle a file."""
     argv = expand_overrides(optuna_settings([a for a in argv if a not in _SINGLE_RUN]))
     for flag in (a.split("=", 1)[0] for a in argv if a.startswith("-")):
         if flag not in _FLAGS:
@@ -199,8 +140,7 @@ def _checked_argv(argv: list[str]) -> list[str]:
     if len(modes) > 1:
         raise ConfigError(f"{' and '.join(modes)} cannot be combined: give one of -m, --cfg, --info and "
                           "--shell-completion")
-    check_overrides([a for a in argv if not a.startswith("-")])
-    return argv
+    return argv  # the overrides: refused or let through by the gate
 
 
 def _main() -> None:
@@ -222,41 +162,15 @@ def _main() -> None:
         else:
             _hydra_main()  # --cfg job, --info, ...: Hydra's business, nothing is run
         return
-    overrides = [a for a in argv if a not in _RUN_FLAGS]
-    start = _checked(lambda: _check_and_import(argv, overrides), overrides)
-    if isinstance(start, tuple):
-        _run_load(*start)
-    elif start is not None:
-        _run_planned(start)
+    checked = _checked(lambda: _preflight(argv), [a for a in argv if a not in _RUN_FLAGS])
+    if checked is not None:
+        _run(checked)
     else:
         _STAGE.name, _SWEEP_PID = "sweep", os.getpid()
         gather_each_job()  # Ray, submitit: a job whose process dies is one failed job, not the sweep's end
         _hydra_main()
         failures.exit_if_failed()  # a multirun whose jobs failed ends with one line, after its summary
     _STAGE.name = "done"
-
-
-def _check_and_import(argv: list[str], overrides: list[str]):
-    check_group_names(overrides)
-    import_given(one_value_each(overrides))  # env.id=module:Env-v0: the module the user named registers the env
-    choice = _choice(overrides, multirun=bool(set(argv) & set(_RUN_FLAGS)))
-    if choice.line:
-        print(printable(f"her-run: {choice.line}"), flush=True)
-    sys.argv[1:] = argv = choice.apply(argv)  # a sweep's jobs are composed by Hydra from sys.argv
-    return _preflight(argv)
-
-
-def _choice(overrides: list[str], multirun: bool) -> Choice:
-    """What :func:`choose` adds to the command; a sweep's variants must agree on it (Hydra composes
-    every job from the same command line)."""
-    if not multirun:
-        return choose(overrides)
-    choices = {variant_choice.added: variant_choice for variant_choice in map(choose, sweep_variants(overrides))}
-    if len(choices) > 1:
-        told = "; ".join(" ".join(added) or "the defaults" for added in choices)
-        raise ConfigError(f"the sweep's envs call for different learners or tuned files ({told}): give algo= "
-                          "(and tuned=) on the command line")
-    return next(iter(choices.values()))
 
 
 def _checked(check, overrides: list[str]):
@@ -285,17 +199,15 @@ def _check_shown(argv: list[str]) -> DictConfig | None:
     """What Hydra is to show (``--help``, ``--cfg``, ``--info``) composes, so a bad override is one line
     rather than Hydra's report; ``--cfg job n=abc`` shows a config only if ``her-run n=abc`` would
     accept it."""
+    from her_rl.run.plan import gate_shown  # here: it loads torch, and her-run takes its signals first
+
     if set(argv) & {"--shell-completion", "-sc"}:
-        return  # its arguments are completion queries, not overrides
-    overrides = _shown_overrides(argv)
-    check_group_names(overrides)
+        check_overrides([a for a in argv if not a.startswith("-")])  # completion queries, refused as overrides are
+        return None
     multirun = bool(set(argv) & set(_RUN_FLAGS))
-    added = _choice(overrides, multirun).added
-    sys.argv[1:] = [*added, *argv]  # Hydra shows the config it composes from sys.argv
-    overrides = [*added, *overrides]
-    cfg = compose(hydra=True, overrides=sweep_variants(overrides)[0] if multirun else overrides)
-    if set(argv) & {"--cfg", "-c"} and not multirun:
-        _check_composed(cfg, overrides)
+    values = bool(set(argv) & {"--cfg", "-c"}) and not multirun
+    cfg, choice = gate_shown(_shown_overrides(argv), multirun, values)
+    sys.argv[1:] = choice.apply(argv)  # Hydra shows the config it composes from sys.argv
     return cfg
 
 

@@ -158,8 +158,8 @@ def test_her_run_hands_the_signals_back_and_keeps_an_ignored_one_ignored(her_run
 
     seen = {}
     monkeypatch.setattr(cli, "_preflight", lambda argv: seen.update(
-        hup=signal.getsignal(signal.SIGHUP), term=signal.getsignal(signal.SIGTERM)) or ("done", [], None))
-    monkeypatch.setattr(cli, "_run_load", lambda *a: None)
+        hup=signal.getsignal(signal.SIGHUP), term=signal.getsignal(signal.SIGTERM)) or "checked")
+    monkeypatch.setattr(cli, "_run", lambda checked: None)
     before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         term = signal.getsignal(signal.SIGTERM)

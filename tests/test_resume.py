@@ -239,3 +239,43 @@ def test_a_generator_state_of_no_device_is_still_refused(tmp_path):
     checkpoint.save(saved, out / "checkpoint.pt")
     with pytest.raises(CheckpointError, match="does not fit algo 'her_sac'"):
         main(["resume=true", "budget.env_steps=400", "progress=false"], out_dir=out)
+
+
+# ---- runs saved by earlier versions --------------------------------------------------------------
+
+@pytest.mark.parametrize("algo", ["her_redq", "her_crossq"])
+def test_a_run_saved_with_keys_its_learner_no_longer_takes_resumes_and_loads(tmp_path, monkeypatch, algo):
+    """HER-REDQ and HER-CrossQ once declared her_sac's simultaneous and actor_half (HER-REDQ critic_threads
+    too), each allowed one value only: their saved runs hold them, and resume, resume=auto and load= read
+    past them (her_rl/folder/resume.py: RETIRED); another value is still refused as the key it is."""
+    import shutil
+
+    import her_rl
+    from her_rl.folder.resume import RETIRED
+
+    monkeypatch.chdir(tmp_path)
+    out, early = tmp_path / "run", tmp_path / "early"
+    small = [f"algo={algo}", "env=push", "env.kwargs.actions=continuous", "env.kwargs.max_episode_steps=10",
+             "algo.hidden=[16,16]", "algo.episodes_per_cycle=2", "algo.updates_per_cycle=2", "algo.batch_size=8",
+             "progress=false", "eval.episodes=2"]
+    main([*small, "budget.env_steps=20"], out_dir=out)
+    saved = torch.load(out / "checkpoint.pt", weights_only=True)
+    saved["config"]["algo"].update(RETIRED[algo])  # as an earlier version wrote them
+    torch.save(saved, out / "checkpoint.pt")
+    config = OmegaConf.load(out / "config.yaml")
+    config.algo.update(RETIRED[algo])
+    OmegaConf.save(config, out / "config.yaml")
+    early.mkdir()  # a run stopped before its first checkpoint: its config and history only
+    for name in ("config.yaml", "history.jsonl"):
+        shutil.copy(out / name, early / name)
+
+    assert main(["resume=true", "budget.env_steps=40", "progress=false"], out_dir=out)["env_steps"] >= 40
+    assert "simultaneous" not in OmegaConf.load(out / "config.yaml").algo  # written back in today's form
+    assert main(["resume=auto", "progress=false"], out_dir=early)["env_steps"] >= 20
+    assert main([f"load={out}", "eval.episodes=2"])["episodes"] == 2
+    her_rl.load(out)
+
+    saved["config"]["algo"]["actor_half"] = "process"  # never a value of theirs: the saved config's fault
+    torch.save(saved, out / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match=r"saved config is not valid .*has no parameter\(s\) \['actor_half'"):
+        her_rl.load(out)

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-TABLES = ("budget", "eval", "checkpoint", "guard", "video")
+TABLES = ("budget", "eval", "checkpoint", "guard", "video", "wandb", "mlflow")
 """Tables whose every key is bookkeeping."""
-KEYS = ("progress", "device", "threads")
+KEYS = ("progress", "device", "threads", "logger")
 """Top-level bookkeeping keys."""
 LEAVES = ("algo.critic_threads", "algo.actor_half")
 """Keys inside a group that are bookkeeping: they change how fast a run goes, never its numbers."""
@@ -34,7 +34,8 @@ NOT_A_SETTING = ("seed", "experiment")
 """Not bookkeeping, but not what a summary row is keyed by either: a row averages over seeds, and an
 ``experiment`` preset is seen through the values it sets."""
 
-DESCRIPTION = "budget.*, eval.*, checkpoint.*, guard.*, video.*, progress, device, threads, algo.critic_threads and algo.actor_half"
+DESCRIPTION = ("budget.*, eval.*, checkpoint.*, guard.*, video.*, wandb.*, mlflow.*, progress, device, threads, logger, "
+               "algo.critic_threads and algo.actor_half")
 
 
 def top_key(key: str) -> str:

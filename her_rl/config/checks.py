@@ -147,14 +147,12 @@ def interpolations(cfg: DictConfig | dict[str, Any]) -> dict[str, str]:
     return found
 
 
-def check(data: dict[str, Any], sources: dict[str, str] | None = None,
-          overrides: list[str] | None = None) -> EnvSpaces:
-    """Check a resolved config (``sources``: the interpolation each value came from, to name it in
-    an error; ``overrides``: the command's, to name a ``~KEY`` that deleted a required key); raise
-    ConfigError on the first invalid value; return the env's probed spaces."""
+def check(data: dict[str, Any], sources: dict[str, str] | None = None) -> EnvSpaces:
+    """Check a resolved config that holds every key the run needs (``sources``: the interpolation each
+    value came from, to name it in an error); raise ConfigError on the first invalid value; return the
+    env's probed spaces."""
     from her_rl.rl.memory import check_env_copies  # her_rl.rl loads torch: her-run imports this module at its start
 
-    schema.check_required(data, overrides, learner=False)  # a saved config may predate a hyperparameter
     try:
         schema.check(data)
     except RuleError as exc:
@@ -170,6 +168,11 @@ def check(data: dict[str, Any], sources: dict[str, str] | None = None,
     return env_spaces
 
 
-def validate(cfg: DictConfig | dict[str, Any], overrides: list[str] | None = None) -> EnvSpaces:
-    """Raise ConfigError on the first invalid value; return the env's probed spaces."""
-    return check(resolved(cfg, overrides), interpolations(cfg), overrides)
+def validate(cfg: DictConfig | dict[str, Any], overrides: list[str] | None = None, required: bool = True) -> EnvSpaces:
+    """Raise ConfigError on the first missing key (``overrides``: the command's, to name a ``~KEY``
+    that deleted one; ``required=False``: checked already) or invalid value; return the env's probed
+    spaces. A saved config may predate a hyperparameter: only the run's own keys are required."""
+    data = resolved(cfg, overrides)
+    if required:
+        schema.check_required(data, overrides, learner=False)
+    return check(data, interpolations(cfg))

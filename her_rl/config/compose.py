@@ -2,8 +2,8 @@
 
 Before Hydra composes, :func:`check_group_names` refuses an override that would make Hydra run code
 and an unknown algo, env or tuned name (sweeps included), listing the choices; :func:`hydra_message`
-turns an error Hydra or OmegaConf raised while composing into one line. :func:`compose` is the
-composition ``her-run``, ``her_rl.train`` and scripts share.
+turns an error Hydra or OmegaConf raised while composing into one line. :func:`composed` is Hydra's
+composition, which a run's gate (:mod:`her_rl.run.plan`) and :func:`compose` (scripts, tests) share.
 
 :func:`choose` fills in what the command leaves to the env: a command that names no ``algo`` gets the
 learner its env's spaces call for (:func:`her_rl.config.registry.learner_for`), and an env of a
@@ -23,11 +23,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from her_rl.config import schema
-from her_rl.config.overrides import check_overrides, sweep_values
+from her_rl.config.overrides import check_overrides, one_value_each, sweep_values, sweep_variants
 from her_rl.config.registry import algo_info, check_env_name, learner_for
+from her_rl.envs.custom import import_given
 from her_rl.envs.families import settings_names
 from her_rl.config.video import expand_overrides
 from her_rl.errors import ConfigError, one_line, outside
@@ -40,18 +41,20 @@ TUNED = Path(__file__).parents[1] / "conf" / "tuned"
 
 
 def compose(overrides: list[str] | None = None, hydra: bool = False) -> DictConfig:
-    """The config ``her-run`` would see for these overrides (``hydra``: with its ``hydra`` node, as the
-    command line's checks need it), with what :func:`choose` adds. An override that would make Hydra
-    run code is refused first."""
-    check_overrides(list(overrides or []))  # the command line's refusals, for Python callers too
-    return _compose(choose(list(overrides or [])).apply(list(overrides or [])), hydra)
+    """The config ``her-run`` would see for these overrides (``hydra``: with its ``hydra`` node), with
+    what :func:`choose` adds, for Python callers (scripts, tests); an override that would make Hydra run
+    code is refused first. A run's own composition is its gate's (:mod:`her_rl.run.plan`)."""
+    overrides = list(overrides or [])
+    check_overrides(overrides)  # the command line's refusals, for Python callers too
+    return composed(choose(overrides).apply(overrides), hydra)
 
 
 _HYDRA = threading.RLock()
 _LAST: list = []  # (overrides, hydra, config) of the last composition: the choice's is the check's when it adds nothing
 
 
-def _compose(overrides: list[str], hydra: bool = False) -> DictConfig:
+def composed(overrides: list[str], hydra: bool = False) -> DictConfig:
+    """Hydra's composition of these overrides as they stand (checked and chosen already)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
 
@@ -112,14 +115,40 @@ def tuned_keys(name: str) -> dict[str, object]:
     return flat
 
 
+def compose_command(overrides: list[str], multirun: bool = False) -> tuple[list[DictConfig], Choice]:
+    """A command's config as her-run composes it (with Hydra's node; a sweep: one per variant): the
+    modules its ``env.id=module:Env-v0`` values name imported (they register the envs chosen for), and
+    what :func:`choose` adds; its overrides were refused or let through (:func:`check_group_names`)."""
+    import_given(one_value_each(overrides))
+    choice = choose(overrides, multirun)
+    overrides = choice.apply(overrides)
+    return [composed(v, hydra=True) for v in (sweep_variants(overrides) if multirun else [overrides])], choice
+
+
+def without_hydra(cfg: DictConfig) -> DictConfig:
+    """The run's config: a composed one without Hydra's node."""
+    task = cfg.copy()
+    with open_dict(task):
+        del task["hydra"]
+    return task
+
+
 _CHOSEN: dict[tuple[str, ...], Choice] = {}  # per process: a run composes its command once to choose, not per check
 
 
-def choose(overrides: list[str]) -> Choice:
+def choose(overrides: list[str], multirun: bool = False) -> Choice:
     """The learner and tuned file a command leaves to its env (see the module's docstring); the env is
     built once to read its spaces (the config check reuses that probe). A config that cannot be
     composed or resolved here adds nothing: the checks that follow tell what is wrong with it. The
-    command with what was added is known to need nothing more, so composing it does not choose again."""
+    command with what was added is known to need nothing more, so composing it does not choose again.
+    ``multirun``: a sweep's variants must agree (Hydra composes every job from the same command line)."""
+    if multirun:
+        choices = {c.added: c for c in map(choose, sweep_variants(overrides))}
+        if len(choices) > 1:
+            told = "; ".join(" ".join(added) or "the defaults" for added in choices)
+            raise ConfigError(f"the sweep's envs call for different learners or tuned files ({told}): give algo= "
+                              "(and tuned=) on the command line")
+        return next(iter(choices.values()))
     key = tuple(overrides)
     if key not in _CHOSEN:
         if len(_CHOSEN) >= 64:
@@ -137,7 +166,7 @@ def _choose(overrides: list[str]) -> Choice:
     if {"experiment", "load"} & set(given) or given.get("resume") == "True" or {"algo", "tuned"} <= set(given):
         return Choice()
     try:
-        cfg = _compose(list(overrides), hydra=True)
+        cfg = composed(list(overrides), hydra=True)
         env = OmegaConf.to_container(cfg.env, resolve=True, throw_on_missing=True)
         group, algo = cfg.hydra.runtime.choices.env, cfg.hydra.runtime.choices.algo
         env_id = str(env["id"])
@@ -183,11 +212,11 @@ def check_group_names(overrides: list[str]) -> None:
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         if override.is_delete() and override.key_or_group in schema.GROUPS:  # Hydra would fail on ${algo}_${env}
             raise schema.missing(override.key_or_group, [override.input_line])
-        check = {"algo": algo_info, "env": check_env_name, "tuned": _check_tuned_name}.get(override.key_or_group)
-        if check is None or override.is_delete():
+        known = {"algo": algo_info, "env": check_env_name, "tuned": _check_tuned_name}.get(override.key_or_group)
+        if known is None or override.is_delete():
             continue
         for name in sweep_values(override):
-            check(str(name))
+            known(str(name))
 
 
 def _malformed(overrides: list[str]) -> str | None:
@@ -227,4 +256,5 @@ def hydra_message(exc: BaseException, overrides: list[str]) -> str:
     return one_line(text.split("Config search path")[0])
 
 
-__all__ = ["Choice", "check_group_names", "choose", "compose", "hydra_message", "tuned_file", "tuned_keys"]
+__all__ = ["Choice", "check_group_names", "choose", "compose", "compose_command", "composed", "hydra_message",
+           "tuned_file", "tuned_keys", "without_hydra"]

@@ -64,6 +64,7 @@ def _check_key(key: str, package: str | None, line: str, value: str) -> None:
         raise ConfigError(f"{line!r} is not accepted: hydra.{sub} takes a value, not an interpolation")
 
 
+MULTIRUN_CHECKS = 64  # at most this many sweep variants are composed and checked up front
 MAX_NESTING = 32  # brackets and braces in one value; Hydra's parser and OmegaConf recurse per level
 _GROUP_KEYS = ("algo", "env", "tuned", "experiment")
 
@@ -153,6 +154,30 @@ def sweep_values(override) -> list:
     return [parser.parse_override(f"key={text}").value() for text in override.sweep_string_iterator()]
 
 
+def sweep_variants(overrides: list[str]) -> list[list[str]]:
+    """Each value of each swept key once (other sweeps at their first value): every value a sweep
+    would use is checked without composing the whole product."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    choices = []
+    for o in parsed:
+        if o.is_sweep_override():
+            try:
+                choices.append([f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()])
+            except Exception:  # interval sweeps of optimiser plugins: left to the plugin
+                choices.append([])
+        else:
+            choices.append([o.input_line])
+    first = [c[0] for c in choices if c]
+    variants = [first]
+    for i, values in enumerate(choices):
+        for value in values[1:]:
+            variant = [c[0] for c in choices[:i] if c] + [value] + [c[0] for c in choices[i + 1:] if c]
+            variants.append(variant)
+    return variants[:MULTIRUN_CHECKS]
+
+
 def one_value_each(overrides: list[str]) -> list[str]:
     """The overrides with every sweep split into one override per value, each as Hydra writes it for a
     job (escaped), so that code reading one job's overrides reads every value of the sweep."""
@@ -185,4 +210,5 @@ def single_job_dir(overrides: list[str], out_dir: str | Path | None) -> str | Pa
                               "Hydra's launcher; use her-run for Hydra's settings")
     return out_dir
 
-__all__ = ["single_job_dir", "HYDRA_GROUPS", "HYDRA_DIRS", "HYDRA_SETTINGS", "check_overrides", "one_value_each", "sweep_values"]
+__all__ = ["single_job_dir", "HYDRA_GROUPS", "HYDRA_DIRS", "HYDRA_SETTINGS", "check_overrides", "one_value_each",
+           "sweep_values", "sweep_variants"]

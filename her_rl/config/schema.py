@@ -34,13 +34,23 @@ TOP: dict[str, Any] = {
     "load": optional(TEXT),
     "video": {"enabled": BOOL, "episodes": integer(1, 1000), "fps": optional(real(0, 240, lo_open=True)),
               "format": choice("mp4", "gif")},
+    "logger": Rule("a list of distinct names among tensorboard, wandb, mlflow, e.g. [tensorboard,wandb]",
+                   lambda v: isinstance(v, (list, tuple)) and len(set(v)) == len(v)
+                   and all(isinstance(x, str) and x in ("tensorboard", "wandb", "mlflow") for x in v)),
+    "wandb": {"project": optional(TEXT), "entity": optional(TEXT), "group": optional(TEXT),
+              "tags": Rule("a list of non-empty strings", lambda v: isinstance(v, (list, tuple))
+                           and all(isinstance(x, str) and x != "" for x in v)),
+              "mode": optional(choice("online", "offline", "disabled"))},
+    "mlflow": {"tracking_uri": optional(TEXT), "experiment": TEXT},
     "progress": BOOL,
     "objective": choice("final_eval", "steps_to_solve"),
 }
 GROUPS = ("algo", "env")
 # Keys a run reads with a default of its own (configs saved before they existed): the only ones of TOP
 # a config may lack. Every other key, and every hyperparameter of the learner, is required.
-OPTIONAL = ("n", "size", "eval.every_env_steps", "guard", "load", "video", "objective")
+OPTIONAL = ("n", "size", "eval.every_env_steps", "guard", "load", "video", "objective", "logger", "wandb",
+            "wandb.project", "wandb.entity", "wandb.group", "wandb.tags", "wandb.mode", "mlflow", "mlflow.tracking_uri",
+            "mlflow.experiment")
 ENV_REQUIRED = ("name", "id", "kwargs")
 
 

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from her_rl.errors import CheckpointError
+from her_rl.folder.resume import without_retired
 from her_rl.folder.state import RunState
 from her_rl.folder.rundir import CHECKPOINT
 
@@ -168,7 +169,7 @@ def load(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> d
         raise CheckpointError(f"cannot load checkpoint {path}: its agent entry is empty or not a mapping")
     RunState.restore(obj["runner"], path)  # counters in range and consistent, or one line naming the entry
     _check_rng(obj["rng"], path)
-    return obj
+    return {**obj, "config": without_retired(obj["config"])}
 
 
 def _check_rng(state: Any, path: Path) -> None:

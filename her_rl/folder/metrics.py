@@ -32,7 +32,7 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from her_rl.folder.parse import json_value
 
@@ -61,6 +61,7 @@ class MetricsWriter:
             write_atomic_text(self.path, "".join(text + "\n" for text, line in lines if line["step"] < start_step))
         self.file = open(self.path, "a", encoding="utf-8")
         self.pending: dict[str, Any] | None = None  # the line of the current step, written when it is complete
+        self.on_line: Callable[[dict[str, Any]], None] | None = None  # told each line as it is written (trackers)
 
     def add(self, values: dict[str, float], step: int) -> None:
         if self.pending is not None and self.pending["step"] != step:
@@ -75,6 +76,8 @@ class MetricsWriter:
     def _write(self) -> None:
         if self.pending is not None:
             self.file.write(json.dumps(self.pending) + "\n")
+            if self.on_line is not None:
+                self.on_line(self.pending)
             self.pending = None
 
     def flush(self) -> None:

@@ -1,6 +1,7 @@
 """A run folder's side of resuming: whether it holds a checkpoint (and whether that changed under a
-check), whether this command may resume it, and the config a run saved before its first checkpoint.
-How the saved config and this command's overrides merge is her_rl/config/saved.py's.
+check), whether this command may resume it, the config a run saved before its first checkpoint, and the
+keys an earlier version saved that no learner takes now. How the saved config and this command's
+overrides merge is her_rl/config/saved.py's.
 """
 
 from __future__ import annotations
@@ -13,6 +14,24 @@ from omegaconf import OmegaConf
 from her_rl.errors import ConfigError, one_line, outside
 from her_rl.folder.parse import YAML_MAX_CHARS, yaml_checked
 from her_rl.folder.rundir import CONFIG
+
+
+RETIRED: dict[str, dict[str, Any]] = {
+    "her_redq": {"simultaneous": False, "critic_threads": 1, "actor_half": "thread"},
+    "her_crossq": {"simultaneous": False, "actor_half": "thread"},
+}
+"""Algo -> keys it once declared but never took, each with the one value it allowed: runs saved before
+they went hold them, and nothing the learner reads (any other value stays, for the key check to refuse)."""
+
+
+def without_retired(config: dict[str, Any]) -> dict[str, Any]:
+    """A saved config (``config.yaml`` or a checkpoint's) without the :data:`RETIRED` keys of its algo."""
+    algo = config.get("algo")
+    retired = RETIRED.get(algo.get("name"), {}) if isinstance(algo, dict) and isinstance(algo.get("name"), str) else {}
+    gone = [k for k, v in retired.items() if k in algo and type(algo[k]) is type(v) and algo[k] == v]
+    if not gone:
+        return config
+    return {**config, "algo": {k: v for k, v in algo.items() if k not in gone}}
 
 
 def stamp(path: Path) -> tuple[int, int] | None:
@@ -38,7 +57,7 @@ def read_saved_config(out: Path) -> dict[str, Any]:
     if not isinstance(saved, dict) or not isinstance(saved.get("algo"), dict) or not isinstance(saved.get("env"), dict):
         raise ConfigError(f"resume=auto: {out / CONFIG} is not a her-rl run's config; move it away to start a new "
                           "run there")
-    return saved
+    return without_retired(saved)
 
 
 def check_resume(out: Path, stamp: tuple[int, int] | None, mode: Any, requeued: bool = False) -> None:

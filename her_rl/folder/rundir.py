@@ -115,7 +115,8 @@ def is_run_folder(folder: Path, ignore: Iterable[str] = ()) -> bool:
     return not names or bool(names & {LOCK, CHECKPOINT, FAILED}) or {CONFIG, HISTORY} <= names
 
 
-RUN_FILES = (CHECKPOINT, CONFIG, RESULTS, HISTORY, "metrics.jsonl")  # what a run writes (and tb/, a folder)
+TRACKERS = "trackers.json"  # the W&B / MLflow run ids of logger=[...,wandb,mlflow], for resume (her_rl/run/trackers.py)
+RUN_FILES = (CHECKPOINT, CONFIG, RESULTS, HISTORY, "metrics.jsonl", TRACKERS)  # what a run writes (and tb/, a folder)
 
 
 def check_run_files(folder: Path) -> None:

@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 
 from her_rl.folder import checkpoint, rundir
 from her_rl.config import video as video_keys
-from her_rl.run import video
+from her_rl.run import trackers, video
 from her_rl.run.build import make_agent
 from her_rl.run.policy import load as load_policy
 from her_rl.config.checks import resolved, validate
@@ -210,6 +210,8 @@ def record_videos(path: Path, config: dict[str, Any], out: Path, lock: rundir.Ru
         raise OutputError(f"could not write the videos into {folder} ({exc.strerror or exc})") from None
     for file in paths:
         print(video.shown(file))
+    if out == path.parent:  # the run's own folder: its trackers (logger=[...,wandb,mlflow]) get the videos too
+        trackers.send_videos(out, config, paths, lock)
     return {"checkpoint": str(path), "videos": [str(p) for p in paths]}
 
 

@@ -7,6 +7,9 @@ earlier run never reached a checkpoint), so TensorBoard drops anything logged af
 run continues from: no step is lost or shown twice. ``metrics.jsonl`` drops those lines on open.
 The trainer flushes both (:meth:`RunLogger.flush`) before it writes each checkpoint, so what a
 checkpoint covers is on disk even when the run is then SIGKILLed.
+
+``logger=`` picks the loggers: TensorBoard (``tb/``, the default) and the experiment trackers of
+:mod:`her_rl.run.trackers` (W&B, MLflow), which get each line of ``metrics.jsonl`` as it is written.
 """
 
 from __future__ import annotations
@@ -21,20 +24,32 @@ from torch.utils.tensorboard import SummaryWriter
 
 from her_rl.config import bookkeeping
 from her_rl.folder.metrics import MetricsWriter
+from her_rl.run import trackers
 
 
 class RunLogger:
-    def __init__(self, out_dir: Path, start_step: int = 0):
+    """``config``: the run's (``logger``, ``wandb``, ``mlflow``; None: TensorBoard alone); ``resumed``: the
+    trackers continue the runs whose ids the folder keeps."""
+
+    def __init__(self, out_dir: Path, start_step: int = 0, config: dict[str, Any] | None = None,
+                 resumed: bool = False, warn: Any = None):
         log_dir = Path(out_dir) / "tb"
         purge = start_step if log_dir.exists() else None  # nothing to purge in a new folder
         self.metrics = MetricsWriter(Path(out_dir), start_step)
-        self.writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge)
+        self.writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge) \
+            if "tensorboard" in trackers.names(config) else None
         self.log_dir, self._held = log_dir, _identity(log_dir)
-        self.events = _hold_event_file(self.writer)
+        self.events = _hold_event_file(self.writer) if self.writer is not None else None
+        self.trackers = trackers.open_trackers(Path(out_dir), config, start_step, resumed, warn or print) \
+            if config is not None else None
+        if self.trackers is not None:
+            self.metrics.on_line = self.trackers.line
 
     def lost(self) -> str | None:
         """How ``tb/`` stopped being the folder the event file was opened in (a link or another folder put
         in its place, or it is gone), or why its events could not be written; else None."""
+        if self.writer is None:
+            return None
         if _identity(self.log_dir) != self._held:
             return f"its TensorBoard folder {self.log_dir} was replaced or removed"
         if self.events is not None and self.events.error is not None:
@@ -42,19 +57,29 @@ class RunLogger:
         return None
 
     def scalars(self, values: dict[str, float], step: int) -> None:
-        for tag, value in values.items():
-            self.writer.add_scalar(tag, value, step)
+        if self.writer is not None:
+            for tag, value in values.items():
+                self.writer.add_scalar(tag, value, step)
         self.metrics.add(values, step)
 
     def config(self, config_yaml: str, step: int = 0) -> None:
-        """The resolved config as text (TensorBoard's Text tab), at the step it took effect."""
-        self.writer.add_text("config", "```\n" + config_yaml + "\n```", step)
+        """The resolved config as text (TensorBoard's Text tab), at the step it took effect (the trackers
+        got it as they opened)."""
+        if self.writer is not None:
+            self.writer.add_text("config", "```\n" + config_yaml + "\n```", step)
+
+    def results(self, results: dict[str, Any]) -> None:
+        """The final results (``results.json``'s numbers), for the trackers."""
+        if self.trackers is not None:
+            self.trackers.results(results)
 
     def hparams(self, hparams: dict[str, Any], metrics: dict[str, float]) -> None:
         """The run's hyperparameters with its final metrics (TensorBoard's HParams tab), in this run's
         own event files, so a sweep's runs compare side by side under ``--logdir <sweep>``."""
         from torch.utils.tensorboard.summary import hparams as hparams_summary
 
+        if self.writer is None:
+            return
         clean = {k: v if isinstance(v, (bool, int, float, str)) else str(v) for k, v in hparams.items()}
         flags = {k: v for k, v in clean.items() if isinstance(v, bool)}
         for summary in hparams_summary(clean, metrics):
@@ -63,12 +88,17 @@ class RunLogger:
             self.writer.add_scalar(tag, value, 0)
 
     def flush(self) -> None:
-        self.writer.flush()
+        if self.writer is not None:
+            self.writer.flush()
         self.metrics.flush()
 
-    def close(self) -> None:
-        self.writer.close()
+    def close(self, status: str = "FINISHED") -> None:
+        """``status``: how the run ended, for the trackers (FINISHED, KILLED by a stop signal, FAILED)."""
+        if self.writer is not None:
+            self.writer.close()
         self.metrics.close()
+        if self.trackers is not None:
+            self.trackers.close(status)
 
 
 class _HeldFile:

@@ -1,31 +1,50 @@
-"""A checked training run: what to run, in which folder, from which checkpoint.
+"""The gate: a command's overrides -> a checked :class:`Plan`, every check once, before anything is
+built or written (it only reads).
 
-:func:`plan_run` makes every check of a run before anything is built or written (it only reads):
-the values and the env's spaces, the run folder (creatable and writable; new, empty or a her-rl
-run's; not held by a live run; holding a checkpoint only if ``resume`` asks for one), and the
-checkpoint to resume with the saved config merged with this command's. :meth:`Plan.take_folder`
-then locks the folder for the run (a sweep's folder and launcher: :mod:`her_rl.run.sweep`).
+:func:`gate` is the one way in, for ``her-run`` and ``her_rl.train`` alike, in this order:
+
+1. overrides that would make Hydra run code or read configs from elsewhere are refused
+   (:func:`her_rl.config.overrides.check_overrides`), then unknown algo, env and tuned names;
+2. the modules that ``env.id=module:Env-v0`` names are imported, the learner and tuned file the
+   env calls for are chosen (:func:`her_rl.config.compose.choose`), and the config is composed;
+3. every key the run needs is there (a ``~KEY`` that deleted one is named);
+4. the run folder: creatable and writable; new, empty or a her-rl run's; not held by a live run;
+   holding a checkpoint only if ``resume`` asks for one;
+5. the checkpoint to resume, its saved config merged with this command's;
+6. every value of the run's one config, then its env built once to read the spaces and the learner
+   paired with them (:func:`her_rl.config.checks.check`).
+
+Values come after the folder because on resume they are the merged config's, known only then.
+:meth:`Plan.take_folder` then locks the folder for the run. ``load=`` leaves the gate after step 3
+(:class:`Evaluation`: the saved run's config is checked where it is read); a sweep's variants are
+checked by :func:`gate_sweep` and each of its jobs, composed by Hydra, by :func:`plan_run` from step 3.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from her_rl.folder import checkpoint, rundir
 from her_rl.config import video
-from her_rl.run import requeue
+from her_rl.run import requeue, trackers
 from her_rl.run.signals import resume_command
-from her_rl.config.checks import check, interpolations, resolved
+from her_rl.run.sweep import check_sweep
+from her_rl.config.checks import check, interpolations, resolved, validate
+from her_rl.config.compose import Choice, check_group_names, compose_command, hydra_message, without_hydra
+from her_rl.config.overrides import single_job_dir
 from her_rl.envs.custom import import_given
 from her_rl.envs.families import split_id
-from her_rl.errors import ConfigError
+from her_rl.errors import ConfigError, printable
 from her_rl.config.registry import EnvSpaces
 from her_rl.config.saved import check_saved, merge
 from her_rl.folder.resume import check_resume, read_saved_config, stamp
@@ -49,6 +68,9 @@ class Plan:
     lock: rundir.RunLock | None = None
     fresh: bool = False  # the folder is new or empty: a start that fails to write leaves nothing there
     made_below: Path | None = None  # the folder under which take_folder made every folder it made
+
+    def __post_init__(self) -> None:
+        trackers.check(self.config)  # logger=[...,wandb,mlflow]: the package, where to log; before any write
 
     @property
     def checkpoint(self) -> Path:
@@ -107,6 +129,103 @@ class Plan:
             self.lock.release()
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """``load=``: the command's config and overrides for the evaluation of a saved run, and the folder
+    given for ``eval.json`` (None: next to the checkpoint)."""
+
+    config: DictConfig
+    overrides: list[str]
+    out: Path | None
+
+
+def gate(overrides: list[str], out_dir: str | Path | None = None, command: bool = False) -> Plan | Evaluation:
+    """The checked plan of the run these overrides ask for (see the module's docstring for the order).
+    ``command``: her-run's, whose Hydra settings are accepted and whose default folder is
+    ``hydra.run.dir``; else her_rl.train's, which runs one job in ``out_dir`` without Hydra's launcher."""
+    overrides = list(overrides)
+    with _one_line(overrides):
+        check_group_names(overrides)  # 1: first, so that a Python caller is refused as her-run refuses
+        if not command:
+            out_dir = single_job_dir(overrides, out_dir)  # hydra.run.dir is out_dir; other Hydra keys refused
+            overrides = [o for o in overrides if o.split("=", 1)[0] != "hydra.run.dir"]
+        (cfg,), choice = compose_command(overrides)  # 2
+    if choice.line:
+        print(printable(f"her-run: {choice.line}"), flush=True)
+    task, given = without_hydra(cfg), list(cfg.hydra.overrides.task)  # as the command gave them, Hydra's keys aside
+    check_required(OmegaConf.to_container(task), given)  # 3: ~seed, before the folder's name reads it
+    key, out_dir = ("hydra.run.dir", _hydra_run_dir(cfg, task)) if command else ("out_dir", out_dir)
+    out = None if out_dir is None else _folder(out_dir, key)  # 4 (None: load= writes next to its checkpoint)
+    if task.get("load"):
+        if isinstance(task["load"], str):
+            check_path("load", task["load"])
+        return Evaluation(task, given, out)
+    return _plan(task, out, given)  # 4-6
+
+
+def gate_sweep(overrides: list[str]) -> Choice:
+    """``her-run -m``: steps 1-3 and 6 of each value of each swept key, and the sweep folder and
+    launcher (:func:`check_sweep`), before Hydra makes the folder and starts the launcher; returns what
+    is added to the command for the learner (every job must see it)."""
+    with _one_line(overrides):
+        check_group_names(overrides)
+        variants, choice = compose_command(overrides, multirun=True)
+    if choice.line:
+        print(printable(f"her-run: {choice.line}"), flush=True)
+    check_sweep(variants[0])
+    for cfg in variants:
+        _check_values(cfg, list(cfg.hydra.overrides.task))
+    return choice
+
+
+def gate_shown(overrides: list[str], multirun: bool, values: bool) -> tuple[DictConfig, Choice]:
+    """What ``--cfg``, ``--info`` or ``--help`` shows, composed (a sweep's first variant) after steps 1-2;
+    ``values``: checked as a run is (steps 3 and 6), so the config shown is one her-run would accept.
+    Nothing is printed but the config."""
+    with _one_line(overrides):
+        check_group_names(overrides)
+        variants, choice = compose_command(overrides, multirun)
+    if values:
+        _check_values(variants[0], choice.apply(overrides))
+    return variants[0], choice
+
+
+@contextmanager
+def _one_line(overrides: list[str]):
+    """What Hydra or OmegaConf refuses while steps 1-2 parse and compose the overrides: one line."""
+    try:
+        yield
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(hydra_message(exc, overrides)) from None
+
+
+def _hydra_run_dir(cfg: DictConfig, task: DictConfig) -> Any:
+    """her-run's run folder: hydra.run.dir when the command gives it, else its default (a new, unique
+    folder) for a new run; None: load= writes next to its checkpoint."""
+    if not any(o.split("=", 1)[0].lstrip("+") == "hydra.run.dir" for o in cfg.hydra.overrides.hydra):
+        if task.get("load"):
+            return None
+        if task.get("resume") is True:
+            raise ConfigError("resume=true needs the folder of the run to continue: add hydra.run.dir=<run folder>")
+    return OmegaConf.select(cfg, "hydra.run.dir")
+
+
+def _folder(value: Any, key: str) -> Path:
+    """The run folder ``key`` names, as a path the file system can take."""
+    out = rundir.folder_path(value, key)
+    check_path(key, out)
+    return out
+
+
+def _check_values(cfg: DictConfig, overrides: list[str]) -> None:
+    """Steps 3 and 6 of a composed config that names no run folder (a sweep's variant, a config shown);
+    a load= command's values are checked by load."""
+    task = without_hydra(cfg)
+    check_required(OmegaConf.to_container(task), overrides)
+    if not task.get("load"):
+        validate(task, overrides, required=False)
+
+
 def given_overrides(overrides: list[str] | None) -> list[str] | None:
     """The keys given on the command line: these, or Hydra's when called inside a Hydra job."""
     if overrides is None:
@@ -115,18 +234,6 @@ def given_overrides(overrides: list[str] | None) -> list[str] | None:
         if HydraConfig.initialized():
             return list(HydraConfig.get().overrides.task)
     return None if overrides is None else list(overrides)
-
-
-def _out_dir(cfg: dict[str, Any], out_dir: str | Path | None) -> Path:
-    if out_dir is None:
-        from hydra.core.hydra_config import HydraConfig
-
-        if HydraConfig.initialized():
-            return Path(HydraConfig.get().runtime.output_dir)
-        return rundir.default_dir(cfg["algo"]["name"], cfg["env"]["name"], cfg["seed"])
-    out = rundir.folder_path(out_dir, "out_dir")
-    check_path("out_dir", out)
-    return out
 
 
 def _hydra_files() -> tuple[str, ...]:
@@ -139,33 +246,43 @@ def _hydra_files() -> tuple[str, ...]:
 
 def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None,
              overrides: list[str] | None = None) -> Plan:
-    """Every check of a training run, before anything is built or written (it only reads)."""
+    """The gate from step 3 for a config composed already: a sweep's job (Hydra composed it), a config
+    built in Python (``overrides`` None: every key counts as given)."""
+    import_given(overrides)  # env.id=module:Env-v0 given by the user: import the module that registers it
     check_required(OmegaConf.to_container(cfg) if isinstance(cfg, DictConfig) else cfg, overrides)
+    return _plan(cfg, None if out_dir is None else _folder(out_dir, "out_dir"), overrides)
+
+
+def _plan(cfg: DictConfig | dict[str, Any], out: Path | None, overrides: list[str] | None) -> Plan:
+    """Steps 4-6: the run folder (None: a new one), the checkpoint to resume and its merged config, the
+    values and the env."""
+    from hydra.core.hydra_config import HydraConfig
+
     current = resolved(cfg, overrides)
     TOP["resume"].check("resume", current.get("resume"))
     video.options(current, overrides)  # refuses video keys: training records none
-    import_given(overrides)  # env.id=module:Env-v0 given by the user: import the module that registers it
-    out = _out_dir(current, out_dir)
+    if out is None:  # a sweep's job: the folder Hydra named; else a new one
+        out = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else \
+            rundir.default_dir(current["algo"]["name"], current["env"]["name"], current["seed"])
     rundir.check_folder(out, ignore=_hydra_files())  # creatable, writable, and empty or a run's own
     fresh = not out.is_dir() or not set(os.listdir(out)) - set(_hydra_files())
     lock = rundir.RunLock.probe(out) if out.is_dir() else None  # an existing folder: refuse at once if live
     try:
         ckpt = stamp(out / CHECKPOINT)
         check_resume(out, ckpt, current["resume"], requeue.requeued(out))
-        if ckpt is None and current["resume"] == "auto" and (out / CONFIG).is_file():
-            # killed before its first checkpoint: the folder's run keeps its identity (its saved config)
-            saved_config = read_saved_config(out)
-            _module_named(str(saved_config["env"].get("id") or ""), out, "auto")
-            config, changes = merge(saved_config, current, overrides, verb="resume=auto",
-                                    source="the run in that folder (stopped before its first checkpoint) has")
-            return Plan(config, out, check(config), overrides, changes=changes, ckpt_stamp=None, lock=lock)
-        if ckpt is None:
+        if ckpt is None and not (current["resume"] == "auto" and (out / CONFIG).is_file()):
             return Plan(current, out, check(current, interpolations(cfg)), overrides, ckpt_stamp=None, lock=lock,
                         fresh=fresh)
-        saved = checkpoint.load(out / CHECKPOINT)
-        check_saved(saved, out / CHECKPOINT)
-        _module_named(str(saved["config"]["env"]["id"]), out, "true")
-        config, changes = merge(saved["config"], current, overrides)
+        if ckpt is None:  # killed before its first checkpoint: the folder's run keeps its identity (its saved config)
+            saved, base, mode = None, read_saved_config(out), "auto"
+            said = ("resume=auto", "the run in that folder (stopped before its first checkpoint) has")
+        else:
+            saved = checkpoint.load(out / CHECKPOINT)
+            check_saved(saved, out / CHECKPOINT)
+            base, mode, said = saved["config"], "true", ("resume", "the checkpoint was trained with")
+        _module_named(str(base["env"].get("id") or ""), out, mode)
+        config, changes = merge(base, current, overrides, verb=said[0], source=said[1])
+        check_required(config, learner=False)  # a saved config may predate a hyperparameter, not a key of the run
         return Plan(config, out, check(config), overrides, saved, changes, ckpt, lock)
     except BaseException:
         if lock is not None:
@@ -182,4 +299,4 @@ def _module_named(env_id: str, out: Path, mode: str) -> None:
                           f"command names it: continue with {resume_command(out, env_id, mode)}")
 
 
-__all__ = ["Plan", "given_overrides", "plan_run"]
+__all__ = ["Evaluation", "Plan", "gate", "gate_shown", "gate_sweep", "given_overrides", "plan_run"]

@@ -1,7 +1,7 @@
 """The one training driver: config -> checks -> env + agent -> training loop -> logs, checkpoint.
 
-``run(cfg)`` first checks everything without writing anything (:mod:`her_rl.run.plan`: values, the
-env's spaces, the run folder, the checkpoint to resume), then locks the run folder, seeds
+A run is first checked without writing anything (:mod:`her_rl.run.plan`, the gate: values, the
+env's spaces, the run folder, the checkpoint to resume); :func:`start` then locks the run folder, seeds
 everything, builds the agent (:mod:`her_rl.run.build`) and trains it (:mod:`her_rl.run.trainer`: greedy
 evaluations, atomic checkpoints, the non-finite guard, stopping at the budget, once solved or on a
 signal), and writes ``results.json`` (:mod:`her_rl.run.results`). ``resume=true`` continues the run in
@@ -19,12 +19,11 @@ import torch
 from omegaconf import DictConfig
 
 from her_rl.folder import checkpoint
-from her_rl.config.compose import compose
 from her_rl.run import requeue, results
 from her_rl.run.build import make_agent
 from her_rl.errors import OutputError, printable
 from her_rl.run.evaluation import evaluate_checkpoint
-from her_rl.run.plan import Plan, given_overrides, plan_run
+from her_rl.run.plan import Evaluation, Plan, gate, given_overrides, plan_run
 from her_rl.config.saved import describe
 from her_rl.rl.utils import set_seed
 from her_rl.folder.rundir import RESULTS
@@ -32,17 +31,28 @@ from her_rl.folder.state import RunState
 from her_rl.run.signals import resume_command
 from her_rl.run.trainer import Trainer
 
-__all__ = ["main", "run", "train"]
+__all__ = ["main", "run", "start", "train"]
 
 
 def main(overrides: list[str], out_dir: str | Path | None = None) -> dict[str, Any]:
-    """``her-run`` in Python: only the given overrides count as given (resume/load by folder)."""
-    return run(compose(overrides), out_dir=out_dir, overrides=overrides)
+    """``her_rl.train`` without its checks of the arguments' types (scripts, tests)."""
+    return start(gate(overrides, out_dir))
+
+
+def start(checked: Plan | Evaluation) -> dict[str, Any]:
+    """What the gate let through: a run trained (its folder released at the end), or ``load=``'s evaluation."""
+    if isinstance(checked, Evaluation):
+        return evaluate_checkpoint(checked.config, checked.out, checked.overrides)
+    try:
+        return train(checked)
+    finally:
+        checked.release()
 
 
 def run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None,
         overrides: list[str] | None = None) -> dict[str, Any]:
-    """Train (or, with ``load=PATH``, evaluate) as configured; returns the results dict.
+    """Train (or, with ``load=PATH``, evaluate) a config composed already (a sweep's job, which Hydra
+    composed; a script's); returns the results dict.
 
     ``overrides``: the keys given on the command line; with ``resume`` the run folder's saved
     config is the base and only these are compared with it. None (a config built in Python, not
@@ -51,11 +61,7 @@ def run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None,
     overrides = given_overrides(overrides)
     if cfg.get("load"):
         return evaluate_checkpoint(cfg, out_dir, overrides)
-    plan = plan_run(cfg, out_dir, overrides)
-    try:
-        return train(plan)
-    finally:
-        plan.release()
+    return start(plan_run(cfg, out_dir, overrides))
 
 
 def train(plan: Plan) -> dict[str, Any]:

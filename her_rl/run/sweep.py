@@ -1,5 +1,6 @@
 """A sweep (``her-run -m``), checked before Hydra makes its folder or starts its launcher: the sweep
-folder, the launcher's package (and SLURM for submitit_slurm), and each value of each swept key; what
+folder, the launcher's package (and SLURM for submitit_slurm) and settings (each value of each swept key
+is the gate's: :func:`her_rl.run.plan.gate_sweep`); what
 each job returns to the sweeper (:func:`objective`) and what the Optuna sweeper needs added
 (:func:`optuna_settings`); a job in a worker process of joblib run in a process of its own
 (:func:`run_isolated`), so one that dies ends only itself (Ray and submitit, whose jobs run in
@@ -28,7 +29,6 @@ from her_rl.folder import failures, rundir
 from her_rl.rules import COUNT, MAX_ENVS, SEED, Rule, check_path, choice, integer, optional, real
 from her_rl.run.signals import CAUGHT, Stopped
 
-MULTIRUN_CHECKS = 64  # at most this many sweep variants are composed and checked up front
 # the package each launcher plugin imports when it starts
 LAUNCHER_PACKAGES = {"JoblibLauncher": "joblib", "SlurmLauncher": "submitit", "LocalLauncher": "submitit",
                      "RayLauncher": "ray"}
@@ -95,30 +95,6 @@ def check_settings(cfg: DictConfig) -> None:
             value = OmegaConf.select(node, key, default=_ABSENT)
             if value is not _ABSENT:  # a key this launcher's config does not have is not passed on
                 rule.check(f"hydra.{part}.{key}", value)
-
-
-def sweep_variants(overrides: list[str]) -> list[list[str]]:
-    """Each value of each swept key once (other sweeps at their first value): every value a sweep
-    would use is checked without composing the whole product."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parsed = OverridesParser.create().parse_overrides(list(overrides))
-    choices = []
-    for o in parsed:
-        if o.is_sweep_override():
-            try:
-                choices.append([f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()])
-            except Exception:  # interval sweeps of optimiser plugins: left to the plugin
-                choices.append([])
-        else:
-            choices.append([o.input_line])
-    first = [c[0] for c in choices if c]
-    variants = [first]
-    for i, values in enumerate(choices):
-        for value in values[1:]:
-            variant = [c[0] for c in choices[:i] if c] + [value] + [c[0] for c in choices[i + 1:] if c]
-            variants.append(variant)
-    return variants[:MULTIRUN_CHECKS]
 
 
 def objective(results: dict, kind: str = "final_eval") -> float | None:
@@ -269,4 +245,4 @@ def _flush() -> None:
 
 
 __all__ = ["ISOLATING_LAUNCHERS", "SETTING_RULES", "check_settings", "check_sweep", "isolates", "job_lost",
-           "objective", "optuna_settings", "run_isolated", "sweep_variants"]
+           "objective", "optuna_settings", "run_isolated"]

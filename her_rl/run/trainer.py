@@ -104,7 +104,9 @@ class Trainer:
         self.saved_at = state.env_steps if plan.saved is not None else None
         self.save_failing = False  # the last checkpoint write failed (warned once per streak)
         self.evaluated_at = state.iteration if state.eval is not None else -1
-        self.logger = RunLogger(plan.out, start_step=state.env_steps + 1 if state.env_steps else 0)
+        # the trackers (logger=[...,wandb,mlflow]) continue the folder's runs where this one continues a run
+        self.logger = RunLogger(plan.out, start_step=state.env_steps + 1 if state.env_steps else 0, config=config,
+                                resumed=plan.saved is not None or config.get("resume") == "auto", warn=warn)
         if self.logger.metrics.damaged:  # lines her-rl did not write: repaired rather than refused
             warn(f"{self.logger.metrics.path}: dropped {len(self.logger.metrics.damaged)} damaged line(s) "
                  f"(line {self.logger.metrics.damaged[0]} first); the rest is kept")
@@ -176,7 +178,7 @@ class Trainer:
             finally:
                 watching.set()
                 self.progress.close(ended)
-                self.logger.close()
+                self.logger.close("FINISHED" if ok and not self.signals.received else "KILLED" if ok else "FAILED")
                 self._close_eval_envs(failing=not ok)
         return saved
 
@@ -247,7 +249,9 @@ class Trainer:
         ended = ("stopped" if self.signals.received else "solved" if s.solved
                  else "done" if s.env_steps >= self.budget else "time up")
         if not self.signals.received and s.iteration > self.first_iteration:
-            self.logger.hparams(hparams_of(self.config, self.plan.overrides), final_metrics(self.results()))
+            numbers = self.results()
+            self.logger.hparams(hparams_of(self.config, self.plan.overrides), final_metrics(numbers))
+            self.logger.results(numbers)
         return ended
 
     def evaluate(self, may_stop: bool = True) -> float:
