@@ -366,7 +366,18 @@ def test_progress_in_an_80_column_terminal_fits_and_shows_the_evaluation(her_run
     final = lines[-1]
     assert final.startswith(("solved: eval success", "not solved: eval success")) and len(final) <= 100, final
     assert final.split(" -> ")[1].startswith("outputs/her_dqn-bitflip/")  # relative to where her-run ran
-    assert (tmp_path / final.split(" -> ")[1] / "results.json").is_file()
+    results = json.loads((tmp_path / final.split(" -> ")[1] / "results.json").read_text())
+    assert f"eval success {results['eval_success_rate']:.2f} " in final  # the number results.json holds
+
+
+@pytest.mark.parametrize("results, says", [({"eval_return": 0.99}, "eval return 0.99 "),  # not 1.0
+                                           ({"eval_return": 500.0}, "eval return 500 "),
+                                           ({"eval_success_rate": 1 / 3}, "eval success 0.3333 "),
+                                           ({"eval_success_rate": 0.96}, "eval success 0.96 ")])
+def test_the_closing_line_says_the_number_results_json_holds(tmp_path, results, says):
+    from her_rl.run.results import final_line
+
+    assert says in final_line({**results, "solved": False, "env_steps": 1000}, tmp_path)
 
 
 def test_progress_in_a_log_has_no_bar_and_short_lines(her_run, tmp_path):
