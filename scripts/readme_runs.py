@@ -40,6 +40,21 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+SIMD = ("avx2", "avx512f", "avx512_bf16", "amx_tile")  # what decides which float kernels torch runs
+
+
+def cpu_flags() -> str:
+    """The vector-unit flags of this CPU that change torch's arithmetic (two CPUs of one model name can differ)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return " ".join(f for f in SIMD if f in have)
+    except OSError:
+        pass
+    return ""
+
+
 def training_lines(readme: str) -> list[str]:
     """The her-run lines of the first bash block with her-run lines that train a new run (no load=, resume=, run folder)."""
     block = next(b for b in re.findall(r"```bash\n(.*?)```", readme, re.S) if "her-run " in b)
@@ -64,7 +79,7 @@ def run(command: str, folder: Path, her_run: str) -> dict:
     return {"command": command, "solved": bool(results["solved"]), "env_steps": int(results["env_steps"]),
             "metric": "eval_success_rate" if goal else "eval_return",
             "value": results["eval_success_rate" if goal else "eval_return"], "seconds": round(seconds, 1),
-            "cpu": cpu_model()}
+            "cpu": cpu_model(), "cpu_flags": cpu_flags()}
 
 
 def end_text(row: dict) -> str:

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import readme_runs  # noqa: E402
 
 RECORD = json.loads(readme_runs.RECORD.read_text())["rows"]
-SAME_CPU = all(row["cpu"] == readme_runs.cpu_model() for row in RECORD)
+SAME_CPU = all((row["cpu"], row["cpu_flags"]) == (readme_runs.cpu_model(), readme_runs.cpu_flags()) for row in RECORD)
 SHORT = ("her-run n=15", "her-run n=100")  # the lines short enough to run here (under a minute)
 
 
