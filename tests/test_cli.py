@@ -195,6 +195,18 @@ def test_refused_commands_create_no_folder(her_run_here, tmp_path, args, message
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("args, says", [
+    (["eval.episode=3"], "did you mean 'eval.episodes'? accepted: every_iterations"),
+    (["sed=3"], "did you mean 'seed'? top-level keys: algo, env"),
+    (["env=gym", "env.id=CartPole-v1", "env.kwargs.nope=1"], "+env.kwargs.nope=VALUE passes a new keyword argument"),
+    (["algo.lrr=1"], "her-run --cfg job --package algo lists the learner's keys"),
+])
+def test_an_unknown_key_says_what_works_instead(her_run_here, tmp_path, args, says):
+    p = her_run_here([*args, "progress=false"], tmp_path)
+    _one_line_refusal(p)
+    assert says in p.stderr and "adds a new one" not in p.stderr
+
+
 @pytest.mark.parametrize("args, message", [
     (["algo.nope=1"], "unknown config key 'algo.nope'"),  # refused before Hydra
     # refused inside the job (whose empty folder is removed)
