@@ -6,9 +6,9 @@ import gymnasium as gym
 
 import her_rl
 
-her_rl.train(["algo=her_dqn", "env=bitflip", "n=8", "eval.success_threshold=1.0", "progress=false"],
-             out_dir="outputs/bitflip-8")
-policy = her_rl.load("outputs/bitflip-8")
+her_rl.train(["algo=her_dqn", "env=bitflip", "n=8", "eval.success_threshold=1.0", "progress=false", "resume=auto"],
+             out_dir="outputs/train-load-evaluate")  # run again: it resumes (solved, it ends at once)
+policy = her_rl.load("outputs/train-load-evaluate")
 print("greedy evaluation:", her_rl.evaluate(policy, episodes=100))
 
 env = gym.make("her_rl/BitFlip-v0", n=8)  # any single env of the run's kind

@@ -195,6 +195,18 @@ def test_refused_commands_create_no_folder(her_run_here, tmp_path, args, message
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("args, says", [
+    (["eval.episode=3"], "did you mean 'eval.episodes'? accepted: every_iterations"),
+    (["sed=3"], "did you mean 'seed'? top-level keys: algo, env"),
+    (["env=gym", "env.id=CartPole-v1", "env.kwargs.nope=1"], "+env.kwargs.nope=VALUE passes a new keyword argument"),
+    (["algo.lrr=1"], "her-run --cfg job --package algo lists the learner's keys"),
+])
+def test_an_unknown_key_says_what_works_instead(her_run_here, tmp_path, args, says):
+    p = her_run_here([*args, "progress=false"], tmp_path)
+    _one_line_refusal(p)
+    assert says in p.stderr and "adds a new one" not in p.stderr
+
+
 @pytest.mark.parametrize("args, message", [
     (["algo.nope=1"], "unknown config key 'algo.nope'"),  # refused before Hydra
     # refused inside the job (whose empty folder is removed)
@@ -366,7 +378,18 @@ def test_progress_in_an_80_column_terminal_fits_and_shows_the_evaluation(her_run
     final = lines[-1]
     assert final.startswith(("solved: eval success", "not solved: eval success")) and len(final) <= 100, final
     assert final.split(" -> ")[1].startswith("outputs/her_dqn-bitflip/")  # relative to where her-run ran
-    assert (tmp_path / final.split(" -> ")[1] / "results.json").is_file()
+    results = json.loads((tmp_path / final.split(" -> ")[1] / "results.json").read_text())
+    assert f"eval success {results['eval_success_rate']:.2f} " in final  # the number results.json holds
+
+
+@pytest.mark.parametrize("results, says", [({"eval_return": 0.99}, "eval return 0.99 "),  # not 1.0
+                                           ({"eval_return": 500.0}, "eval return 500 "),
+                                           ({"eval_success_rate": 1 / 3}, "eval success 0.3333 "),
+                                           ({"eval_success_rate": 0.96}, "eval success 0.96 ")])
+def test_the_closing_line_says_the_number_results_json_holds(tmp_path, results, says):
+    from her_rl.run.results import final_line
+
+    assert says in final_line({**results, "solved": False, "env_steps": 1000}, tmp_path)
 
 
 def test_progress_in_a_log_has_no_bar_and_short_lines(her_run, tmp_path):

@@ -33,3 +33,17 @@ def test_every_error_class_of_her_rl_lives_in_her_rl_errors():
 def test_a_bad_value_given_to_train_is_a_rule_error_of_her_rl_errors(tmp_path):
     with pytest.raises(errors.RuleError, match=r"algo\.k=1\.5 is not allowed"):
         her_rl.train(["algo.k=1.5"], out_dir=tmp_path / "run")
+
+
+@pytest.mark.parametrize("cuda_build, says", [(None, "is a CPU build without CUDA: install a CUDA build of torch"),
+                                              ("12.6", "finds no CUDA device")])
+def test_device_cuda_without_cuda_says_which_case_and_what_to_do(monkeypatch, cuda_build, says):
+    import torch
+
+    from her_rl.config.checks import check_device
+
+    monkeypatch.setattr(torch.version, "cuda", cuda_build)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(errors.ConfigError, match=says):
+        check_device("cuda")
+    check_device("auto")  # falls back to the CPU

@@ -123,3 +123,15 @@ def test_sb3_bit_flipping_env_from_a_user_module_is_solved(tmp_path, monkeypatch
     # the saved policy acts on the user's env as gymnasium.make builds it (the module is imported)
     report = her_rl.evaluate(her_rl.load(tmp_path / "run"), episodes=20)
     assert report["success_rate"] >= 0.9
+
+
+@needs_robotics
+@pytest.mark.parametrize("args, says", [
+    (["env.id=gymnasium_robotics:PointMaze_UMaze-v3", "algo=her_dqn"], "algo 'her_dqn' acts in discrete"),
+    (["env.id=FrankaKitchen-v1"], "env FrankaKitchen-v1: no learner of her-rl reads its observations")])
+def test_a_refusal_is_its_one_line_with_no_notice_or_warning_of_the_family_before_it(her_run, tmp_path, args, says):
+    p = subprocess.run([her_run, "env=gym", *args, f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path,
+                       capture_output=True, text=True, env=ENV, timeout=300)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.startswith(f"her-run: error: {says}") and p.stderr.count("\n") == 1, p.stderr
+    assert not (tmp_path / "run").exists()

@@ -141,3 +141,38 @@ def test_swept_keys_come_from_sweep_syntax_and_experiment_params(monkeypatch):
     assert os.environ[SWEPT_ENV] == "algo.strategy,n"
     assert swept_dirname("full", ["seed=0", "n=4", "algo.strategy=none", "experiment=x"]) == "algo.strategy=none,n=4"
     assert swept_dirname("full", ["seed=0"]) == "full"
+
+
+def _config(folder, seed, steps):
+    (folder / "config.yaml").write_text(f"algo:\n  name: her_dqn\n  lr: 0.001\nenv:\n  name: bitflip\nn: 15\nseed: {seed}\n"
+                                        f"budget:\n  env_steps: {steps}\nprogress: true\n")
+
+
+def test_runs_of_one_resolved_config_are_one_row_whatever_was_typed_and_seeds_are_distinct(tmp_path):
+    _fake_run(tmp_path / "short", ["n=15"], _results(0, 1.0, 1000))
+    _fake_run(tmp_path / "long", ["algo=her_dqn", "env=bitflip", "n=15"], _results(0, 0.9, 2000))
+    _fake_run(tmp_path / "again", ["n=15", "budget.env_steps=50"], _results(0, 0.8, 3000))
+    _fake_run(tmp_path / "other", ["n=15", "algo.lr=0.01"], _results(0, 0.5))
+    for name, steps in (("short", 100), ("long", 100), ("again", 50)):
+        _config(tmp_path / name, 0, steps)
+    _config(tmp_path / "other", 0, 100)
+    (tmp_path / "other" / "config.yaml").write_text((tmp_path / "other" / "config.yaml").read_text().replace(
+        "lr: 0.001", "lr: 0.01"))
+    rows = {r["setting"]: r for r in summarise(find_runs(tmp_path))}
+    assert sorted(rows) == ["algo.lr=0.01 n=15", "n=15"]
+    assert (rows["n=15"]["done"], rows["n=15"]["seeds"]) == (3, 1)  # three runs, all of seed 0
+    assert rows["n=15"]["mean"] == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("key, values, scale", [("algo.lr", ["0.0001", "0.001", "0.01"], "log"),
+                                                ("n", ["5", "10", "20"], "linear")])
+def test_a_swept_value_spanning_more_than_a_decade_is_plotted_on_a_log_axis(key, values, scale):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from her_rl.summary.plots import by_key_figure
+
+    rows = [{"keys": {key: v}, "metric": "eval_success_rate", "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}
+            for v in values]
+    fig = by_key_figure(rows, key, "sw")
+    assert fig.axes[0].get_xscale() == scale

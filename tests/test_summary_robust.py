@@ -184,7 +184,7 @@ def test_curves_start_at_each_runs_first_evaluation_and_end_at_its_last():
     assert mean_curve([Curve(np.array([4000.0]), np.array([0.9]))]) is None
 
 
-def test_a_single_evaluation_is_a_dot_and_every_plot_has_a_title_and_seed_counts(mixed):
+def test_a_single_evaluation_is_a_dot_and_every_plot_has_a_title_and_run_counts(mixed):
     runs = read_runs(mixed)[0]
     push = [read_curve(r) for r in runs if r.setting == ("env=push",)]
     five = [read_curve(r) for r in runs if r.setting == ("n=5",)]
@@ -193,7 +193,7 @@ def test_a_single_evaluation_is_a_dot_and_every_plot_has_a_title_and_seed_counts
                          ("n=10", "eval_success_rate", five)], "outputs")
     ax = fig.axes[0]
     assert ax.get_title() == "outputs: eval success rate against env steps"
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["env=push (2 seeds)", "n=5 (1 seed)", "n=10 (5 seeds)"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["env=push (2 runs)", "n=5 (1 run)", "n=10 (5 runs)"]
     dots = [line for line in ax.get_lines() if line.get_linestyle() == "None"]
     assert len(dots) == 2 and all(list(d.get_xdata()) == [800.0] for d in dots)
     for line in ax.get_lines():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import warnings
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -38,6 +39,7 @@ def resolved(cfg: DictConfig | dict[str, Any], overrides: list[str] | None = Non
         raise ConfigError(f"cannot resolve the config: {one_line(exc)}") from None
 
 
+_HELD: dict[tuple[str, str], list] = {}  # warnings each probe raised, until the run passes its checks
 _PROBED: dict[tuple[str, str], EnvSpaces] = {}  # one probe per env config and process: a sweep checks each variant, then its jobs plan
 
 
@@ -95,31 +97,41 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
     key = (json.dumps(env, sort_keys=True, default=str), repr(gym.registry[registered_id(env["id"])]))
     if key in _PROBED:
         return _PROBED[key]
-    try:
-        made = make_vec(env, 1, training=True)  # env.start_in_gripper: refused here for an env without a block
-    except ConfigError as exc:
-        raise _probe_failure(env, exc) from None
-    try:
-        obs, act = made.single_observation_space, made.single_action_space
-        goal = (isinstance(obs, spaces.Dict) and all(k in obs.spaces for k in GOAL_KEYS)
-                and all(isinstance(obs[k], ARRAY_SPACES) for k in GOAL_KEYS)  # FrankaKitchen's are dicts per task
-                and callable(getattr(goal_carrier(made), "compute_reward", None)))
-        if goal:
-            extra_keys(obs, f"env {env['id']}")  # a key the networks cannot read: one line before the run folder
-        # The env's first reset and step, checked by her_rl.envs.checks: a fault is one line before
-        # anything is written, not after the run folder is taken.
-        made.reset(seed=0)
-        actions = copy.deepcopy(made.action_space)
-        actions.seed(0)
-        made.step(actions.sample())
+    with warnings.catch_warnings(record=True) as said:  # shown only once the env passes: none before a refusal
         try:
-            horizon = episode_horizon(made, env)
-        except Exception:  # noqa: BLE001  (a user's attribute that raises or is no number: the horizon is unknown)
-            horizon = None
-    finally:
-        made.close()
+            made = make_vec(env, 1, training=True)  # env.start_in_gripper: refused here for an env without a block
+        except ConfigError as exc:
+            raise _probe_failure(env, exc) from None
+        try:
+            obs, act = made.single_observation_space, made.single_action_space
+            goal = (isinstance(obs, spaces.Dict) and all(k in obs.spaces for k in GOAL_KEYS)
+                    and all(isinstance(obs[k], ARRAY_SPACES) for k in GOAL_KEYS)  # FrankaKitchen's are dicts per task
+                    and callable(getattr(goal_carrier(made), "compute_reward", None)))
+            if goal:
+                extra_keys(obs, f"env {env['id']}")  # a key the networks cannot read: one line before the run folder
+            elif isinstance(obs, spaces.Dict) and not all(isinstance(obs.spaces.get(k), ARRAY_SPACES)
+                                                          for k in ("observation", "desired_goal")):
+                raise ConfigError(
+                    f"env {env['id']}: no learner of her-rl reads its observations, a Dict with keys "
+                    f"{sorted(obs.spaces)[:8]} whose observation and desired_goal are not both arrays; her-rl reads "
+                    "Box, Discrete or MultiBinary observations or a goal env's Dict of arrays (flatten yours with "
+                    "gymnasium.wrappers.FlattenObservation in a module of your own and name that env.id)")
+            # The env's first reset and step, checked by her_rl.envs.checks: a fault is one line before
+            # anything is written, not after the run folder is taken.
+            made.reset(seed=0)
+            actions = copy.deepcopy(made.action_space)
+            actions.seed(0)
+            made.step(actions.sample())
+            try:
+                horizon = episode_horizon(made, env)
+            except Exception:  # noqa: BLE001  (a user's attribute that raises or is no number: the horizon is unknown)
+                horizon = None
+        finally:
+            made.close()
     if len(_PROBED) >= 32:
         _PROBED.clear()
+        _HELD.clear()
+    _HELD[key] = said
     _PROBED[key] = EnvSpaces(observation_space=obs, action_space=act, goal_env=bool(goal), horizon=horizon)
     return _PROBED[key]
 
@@ -127,8 +139,12 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
 def check_device(name: str) -> None:
     import torch
 
+    if name == "cuda" and torch.version.cuda is None:
+        raise ConfigError(f"device=cuda, but the installed torch {torch.__version__} is a CPU build without CUDA: "
+                          "install a CUDA build of torch (docs: GPU training), or use device=cpu or device=auto")
     if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device=cuda but no CUDA device is available; use device=cpu or device=auto")
+        raise ConfigError(f"device=cuda, but torch {torch.__version__} (CUDA {torch.version.cuda}) finds no CUDA device "
+                          "(no GPU, or its driver is missing or too old); use device=cpu or device=auto")
 
 
 def interpolations(cfg: DictConfig | dict[str, Any]) -> dict[str, str]:
@@ -165,7 +181,17 @@ def check(data: dict[str, Any], sources: dict[str, str] | None = None) -> EnvSpa
     episodes = int(data["eval"]["episodes"])
     check_env_copies(episodes, env_spaces.observation_space, env_spaces.action_space,
                      f"a batched env of {episodes:,} evaluation copies of {data['env']['id']}", "eval.episodes")
+    show_held_warnings()
     return env_spaces
+
+
+def show_held_warnings() -> None:
+    """The warnings the env probes raised (gymnasium's env checker, the env's own), shown once the run
+    passed every check: a refused run's one line is all it prints."""
+    for key, said in _HELD.items():
+        for w in said:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
+        _HELD[key] = []
 
 
 def validate(cfg: DictConfig | dict[str, Any], overrides: list[str] | None = None, required: bool = True) -> EnvSpaces:

@@ -17,6 +17,7 @@ sets still wins over the tuned file. An ``experiment``, ``load`` or ``resume=tru
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 import re
 import threading
@@ -231,6 +232,25 @@ def _malformed(overrides: list[str]) -> str | None:
     return None
 
 
+def unknown_key(key: str) -> str:
+    """One line for a key the config does not have, with what works instead: the keys beside it (the
+    nearest first), ``+env.kwargs.KEY`` for a new keyword of the env, the learner's keys for ``algo.``."""
+    parent, _, leaf = key.rpartition(".")
+    if parent == "env.kwargs":
+        return f"unknown config key '{key}': +{key}=VALUE passes a new keyword argument to the env"
+    if parent == "algo":
+        return (f"unknown config key '{key}': her-run --cfg job --package algo lists the learner's keys "
+                "(algo=NAME picks another learner)")
+    table = {"": {**dict.fromkeys(schema.GROUPS), **schema.TOP}, "env": schema.ENV_GROUP}.get(parent)
+    if table is None:
+        table = schema.TOP.get(parent) if isinstance(schema.TOP.get(parent), dict) else None
+    if table is None:
+        return f"unknown config key '{key}' (her-run --cfg job lists the keys)"
+    near = difflib.get_close_matches(leaf, list(table), n=1)
+    hint = f"did you mean '{parent + '.' if parent else ''}{near[0]}'? " if near else ""
+    return f"unknown config key '{key}': {hint}{'accepted' if parent else 'top-level keys'}: {', '.join(table)}"
+
+
 def hydra_message(exc: BaseException, overrides: list[str]) -> str:
     """One line for an error Hydra or OmegaConf raised while composing the config."""
     from hydra.errors import MissingConfigException, OverrideParseException
@@ -245,7 +265,7 @@ def hydra_message(exc: BaseException, overrides: list[str]) -> str:
     if found:
         key, cause = found.group(1), str(exc.__cause__ or "")
         if "not in struct" in cause or "not in '" in cause:
-            return f"unknown config key '{key}' (her-run --cfg job lists the keys; +{key}=VALUE adds a new one)"
+            return unknown_key(key)
         return f"cannot set '{key}': {one_line(cause.splitlines()[0] if cause else text)}"
     if isinstance(exc, MissingConfigException):
         lines = [line.strip() for line in text.split("Config search path")[0].splitlines() if line.strip()]

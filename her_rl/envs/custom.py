@@ -19,7 +19,7 @@ from typing import Iterable
 
 import gymnasium as gym
 
-from her_rl.envs.families import split_id
+from her_rl.envs.families import family_of, load, split_id
 from her_rl.errors import ConfigError, outside, raised_by_code
 
 MISSING = "???"  # OmegaConf's mandatory value, as a resolved config holds it (env=gym's id)
@@ -54,6 +54,9 @@ def import_env_module(env_id: str) -> None:
     module, name = split_id(env_id)
     if module is None:
         return
+    family = family_of(env_id)
+    if family is not None:  # gymnasium_robotics:PointMaze_UMaze-v3: as quiet as the plain id
+        load(family, f"env.id '{env_id}'")
     here = os.getcwd()
     ours = "" not in sys.path and here not in sys.path
     if ours:  # as `python -m`: modules of the current folder, first for this import

@@ -38,8 +38,8 @@ class Curve:
     holds: bool = False
 
 
-def seeds(n: int) -> str:
-    return f"{n} seed" if n == 1 else f"{n} seeds"
+def runs_drawn(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
 
 
 def read_curve(run: Run) -> Curve | None:
@@ -91,7 +91,7 @@ def curves_figure(groups: Sequence[tuple[str, str, Sequence[Curve]]], title: str
         for label, m, curves in groups:
             if m != metric or not curves:
                 continue
-            name = f"{label} ({seeds(len(curves))})"
+            name = f"{label} ({runs_drawn(len(curves))})"
             color = None
             drawn = mean_curve(curves)
             if drawn is not None:
@@ -150,7 +150,10 @@ def by_key_figure(rows: Sequence[dict[str, Any]], key: str, title: str):
     left = len(rows) - len(have)
     ax.set_title(f"{title}: {metric} by {key}" + (f" ({left} setting{'s' * (left > 1)} without {key} left out)" if left else ""),
                  fontsize=10)
-    ax.set_xlabel(key)
+    xs = [float(row["keys"][key]) for row in have]
+    if min(xs) > 0 and max(xs) > 10 * min(xs):  # a learning-rate sweep: its decades evenly spaced
+        ax.set_xscale("log")
+    ax.set_xlabel(key + (" (log scale)" if ax.get_xscale() == "log" else ""))
     ax.set_ylabel(metric)
     ax.legend(fontsize=7)
     fig.text(0.01, 0.01, BY_KEY_CAPTION, fontsize=6)
@@ -183,7 +186,7 @@ def figures(runs: Sequence[Run], root: Path, rows: Sequence[dict[str, Any]], err
     groups = []
     for row in rows:
         curves = []
-        for run in (r for r in runs if (" ".join(r.setting) or "(defaults)") == row["setting"] and r.status != "failed"):
+        for run in (r for r in runs if r.group == row["group"] and r.status != "failed"):
             try:
                 curve = read_curve(run)
             except Exception as exc:  # noqa: BLE001  (a damaged metrics file: the table still stands)

@@ -94,8 +94,9 @@ def summarise(runs: Sequence[Run], root: Path | None = None) -> list[dict[str, A
     overrides as one label), ``keys`` (key -> value), the :data:`STATS` columns and ``errors``: each
     run folder (below ``root``) whose last attempt failed, with the reason."""
     rows = []
-    for setting in dict.fromkeys(r.setting for r in runs):
-        group = [r for r in runs if r.setting == setting]
+    for key in dict.fromkeys(r.group for r in runs):
+        group = [r for r in runs if r.group == key]
+        setting = min((r.setting for r in group), key=len)  # the shortest command that names the experiment
         done = [r for r in group if r.status == "done"]
         values = [v for v in (_metric(r) for r in done) if v is not None]
         solved = [r for r in done if r.results.get("solved")]
@@ -105,7 +106,8 @@ def summarise(runs: Sequence[Run], root: Path | None = None) -> list[dict[str, A
         rows.append({
             "setting": " ".join(setting) or "(defaults)", "keys": setting_keys(setting),
             "metric": "eval_success_rate" if all(r.goal_env for r in done) else "eval_return",
-            "seeds": len(group), "done": len(done), "running": sum(r.status == "running" for r in group),
+            "group": key, "seeds": len({r.seed for r in group if r.seed is not None}) + sum(r.seed is None for r in group),
+            "done": len(done), "running": sum(r.status == "running" for r in group),
             "failed": sum(r.status == "failed" for r in group), "solved": len(solved),
             "mean": float(np.mean(values)) if values else math.nan,
             "std": float(np.std(values, ddof=1)) if several else math.nan, "ci_low": lo, "ci_high": hi,

@@ -37,6 +37,13 @@ class Run:
     results: dict[str, Any] = field(default_factory=dict)
     goal_env: bool = True
     error: str | None = None  # why its last attempt failed (failed.json)
+    config: tuple[str, ...] | None = None  # its resolved config's experiment keys (config.yaml), as key=value
+
+    @property
+    def group(self) -> tuple:
+        """What puts runs in one summary row: the resolved config (``her-run n=15`` and ``her-run algo=her_dqn
+        env=bitflip n=15`` are one experiment), or the setting where no config.yaml was written."""
+        return ("config", *self.config) if self.config is not None else ("setting", *self.setting)
 
 
 class BadRun(ValueError):
@@ -125,12 +132,19 @@ def _results(path: Path) -> dict[str, Any]:
     return results
 
 
-def _check_config(folder: Path) -> None:
+def _flat(node: Any, prefix: str = "") -> list[str]:
+    if isinstance(node, dict):
+        return [entry for key, value in node.items() for entry in _flat(value, f"{prefix}{key}.")]
+    return [f"{prefix[:-1]}={json.dumps(node, sort_keys=True, default=str)}"]
+
+
+def _check_config(folder: Path) -> tuple[str, ...] | None:
+    """The experiment keys of the run's resolved config (bookkeeping and seed left out), or None."""
     import yaml
 
     path = folder / "config.yaml"
     if not path.exists():
-        return
+        return None
     try:
         config = yaml_value(_read_text(path))
     except yaml.YAMLError:
@@ -141,6 +155,7 @@ def _check_config(folder: Path) -> None:
         raise BadRun("config.yaml is empty")
     if not isinstance(config, dict):
         raise BadRun(f"config.yaml holds a {type(config).__name__}, not a mapping of keys")
+    return tuple(sorted(entry for entry in _flat(config) if bookkeeping.is_setting(entry)))
 
 
 def read_run(folder: Path) -> Run:
@@ -156,8 +171,9 @@ def read_run(folder: Path) -> Run:
             results = _results(results_file)
         except BadRun as exc:
             problems.append(str(exc))
+    config = None
     try:
-        _check_config(folder)
+        config = _check_config(folder)
     except BadRun as exc:
         problems.append(str(exc))
     failure = None
@@ -177,8 +193,9 @@ def read_run(folder: Path) -> Run:
     seed = int(seed) if seed is not None and seed.lstrip("-").isdigit() else None
     setting = tuple(sorted(o for o in overrides if bookkeeping.is_setting(o)))
     if results is not None:
-        return Run(folder, setting, results.get("seed", seed), "done", results, "eval_success_rate" in results, error)
-    return Run(folder, setting, seed, "running" if _live(folder) else "failed", error=error)
+        return Run(folder, setting, results.get("seed", seed), "done", results, "eval_success_rate" in results, error,
+                   config)
+    return Run(folder, setting, seed, "running" if _live(folder) else "failed", error=error, config=config)
 
 
 def read_runs(root: Path) -> tuple[list[Run], list[tuple[Path, str]]]:
