@@ -31,7 +31,6 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from her_rl.algos.hindsight import HindsightLearner
 from her_rl.algos.parallel_update import ParallelUpdate, check_actor_half
@@ -178,9 +177,5 @@ class HerSAC(SoftActorCritic):
         if self.parallel is not None:  # critic_threads 2 or simultaneous: her_rl/algos/parallel_update.py
             return self.parallel.sac_update(t)
         y = self.soft_target(t)
-        with self.autocast():
-            q1, q2 = self.q1(t["x"], t["action"]).float(), self.q2(t["x"], t["action"]).float()
-        qf_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
-        self.step(self.critic_optimizer, qf_loss)
-        metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1.mean().item()}
+        metrics = self.fit_twin_critics(t, y)  # mean (Q1 - y)^2 + mean (Q2 - y)^2, one step
         return {**metrics, **self.actor_step(t)}

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
-import torch.nn.functional as F
 
 from her_rl.algos.her_ddpg import HerDDPG
 from her_rl.algos.hindsight import HindsightLearner
@@ -77,11 +76,7 @@ class HerTD3(HerDDPG):
         if self.parallel is not None:  # critic_threads 2: her_rl/algos/parallel_update.py
             return self.parallel.td3_update(t)
         y = self.target(t)
-        with self.autocast():
-            q1, q2 = self.q1(t["x"], t["action"]).float(), self.q2(t["x"], t["action"]).float()
-        qf_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
-        self.step(self.critic_optimizer, qf_loss)
-        metrics = {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1.mean().item()}
+        metrics = self.fit_twin_critics(t, y)  # mean (Q1 - y)^2 + mean (Q2 - y)^2, one step
         if self.updates % self.policy_delay == 0:  # the actor climbs Q1 alone
             metrics["losses/actor_loss"] = self.actor_step(t, self.q1)
         return metrics

@@ -29,6 +29,7 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from her_rl.agent import IterationResult
 from her_rl.algos.base import Learner
@@ -247,6 +248,14 @@ class HindsightLearner(Learner):
         if targets:
             self.q1_target, self.q2_target = make().to(self.device), make().to(self.device)
         self.critic_optimizer = self.adam([*self.q1.parameters(), *self.q2.parameters()], lr)
+
+    def fit_twin_critics(self, t: dict[str, torch.Tensor], y: torch.Tensor) -> dict[str, float]:
+        """One Adam step of both critics on mean (Q1 - y)^2 + mean (Q2 - y)^2: HER-SAC's and HER-TD3's."""
+        with self.autocast():
+            q1, q2 = self.q1(t["x"], t["action"]).float(), self.q2(t["x"], t["action"]).float()
+        qf_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
+        self.step(self.critic_optimizer, qf_loss)
+        return {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1.mean().item()}
 
     def autocast(self) -> torch.autocast:
         """Context for an update's forward passes in ``precision`` (see :func:`update_precision`)."""
