@@ -9,7 +9,9 @@ from omegaconf import OmegaConf
 
 from her_rl.config import store, registry
 from her_rl.algos.her_dqn import HerDQN
-from her_rl.config.registry import ALGOS, RUNTIME_ARGS, AlgoInfo, resolve_target
+from her_rl.algos.base import RUNTIME_ARGS
+from her_rl.config import registry
+from her_rl.config.registry import ALGOS, AlgoInfo, resolve_target, target_of
 from her_rl.config.compose import compose
 
 
@@ -23,7 +25,7 @@ def test_her_run_and_a_python_caller_get_the_same_defaults(name):
     in_python = {f.name: list(f.default) if isinstance(f.default, tuple) else f.default
                  for f in fields(cls) if f.name not in RUNTIME_ARGS}
     composed = _composed_algo(f"algo={name}")
-    assert composed.pop("name") == name and composed.pop("_target_") == ALGOS[name].target
+    assert composed.pop("name") == name and composed.pop("_target_") == target_of(name)
     assert composed == in_python
 
 
@@ -50,7 +52,8 @@ class KnobDQN(HerDQN):
 def knob_registered(monkeypatch):
     from hydra.core.config_store import ConfigStore
 
-    monkeypatch.setitem(ALGOS, "knob_dqn", AlgoInfo(f"{KnobDQN.__module__}.KnobDQN", needs_goal_env=True))
+    monkeypatch.setitem(ALGOS, "knob_dqn", AlgoInfo(needs_goal_env=True))
+    monkeypatch.setitem(registry.learners(), "knob_dqn", KnobDQN)
     store.store()
     yield
     ConfigStore.instance().repo["algo"].pop("knob_dqn.yaml", None)

@@ -60,7 +60,7 @@ def test_mujoco_4_is_refused(monkeypatch):
 
 
 def test_make_vec_and_the_config_probe_refuse_without_the_extra(monkeypatch):
-    from her_rl.config.checks import probe_env
+    from her_rl.envs.probe import probe_env
     from her_rl.envs import make_vec
 
     monkeypatch.setitem(sys.modules, "gymnasium_robotics", None)
@@ -102,7 +102,8 @@ def test_vectorization_key_is_checked():
 @pytest.mark.parametrize("name", sorted(FETCH))
 def test_each_fetch_config_composes_and_builds(name):
     from her_rl.rl.goal import goal_env_spec
-    from her_rl.config.checks import probe_env, resolved
+    from her_rl.config.checks import resolved
+    from her_rl.envs.probe import probe_env
     from her_rl.envs import make_vec
     from her_rl.config.compose import compose
     from her_rl.config.schema import check_env

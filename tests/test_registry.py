@@ -8,7 +8,9 @@ import pytest
 from gymnasium import spaces
 
 from her_rl.config import registry
-from her_rl.config.registry import (ALGOS, ENVS, RUNTIME_ARGS, EnvSpaces, accepted_params, action_kind, algo_info,
+from her_rl.algos.base import RUNTIME_ARGS
+from her_rl.envs.probe import EnvSpaces
+from her_rl.config.registry import (ALGOS, ENVS, accepted_params, action_kind, algo_info, target_of,
                                     build_agent, check_algo_keys, check_env_name, check_pairing, resolve_target)
 from her_rl.errors import ConfigError
 
@@ -74,7 +76,7 @@ def test_check_env_name_refuses_an_unknown_name_listing_the_choices(name):
 
 @pytest.mark.parametrize("name", sorted(ALGOS))
 def test_resolve_target_gives_the_registered_class(name):
-    target = algo_info(name).target
+    target = target_of(name)
     cls = resolve_target(name, None)
     assert isinstance(cls, type) and f"{cls.__module__}.{cls.__qualname__}" == target
     assert resolve_target(name, target) is cls
@@ -167,7 +169,7 @@ def test_check_pairing_refuses_an_unknown_algo():
 
 
 def test_check_pairing_on_probed_envs():
-    from her_rl.config.checks import probe_env
+    from her_rl.envs.probe import probe_env
 
     bitflip = probe_env({"name": "bitflip", "id": "her_rl/BitFlip-v0", "kwargs": {"n": 4}})
     pendulum = probe_env({"name": "pendulum", "id": "Pendulum-v1", "kwargs": {}})
@@ -213,4 +215,4 @@ def test_check_algo_keys_refuses_unknown_and_runtime_keys(keys, unknown):
 
 def test_build_agent_refuses_an_unknown_key_before_building():
     with pytest.raises(ConfigError, match=r"^algo 'ppo' has no parameter\(s\) \['learning_rate'\]"):
-        build_agent({"name": "ppo", "_target_": algo_info("ppo").target, "learning_rate": 0.1}, env=None, seed=0)
+        build_agent({"name": "ppo", "_target_": target_of("ppo"), "learning_rate": 0.1}, env=None, seed=0)

@@ -7,7 +7,7 @@ import gymnasium as gym
 import pytest
 
 from her_rl.folder import checkpoint
-from her_rl.config import checks as config_module
+from her_rl.envs import probe as config_module
 from her_rl.run.build import make_agent
 from her_rl.errors import CheckpointError, ConfigError, NonFiniteError, OutputError
 from her_rl.run.plan import plan_run

@@ -13,7 +13,7 @@ from gymnasium.wrappers import RecordEpisodeStatistics, TimeLimit
 import her_rl
 from her_rl.envs import make_vec
 from her_rl.envs.time_limits import DEFAULT_MAX_EPISODE_STEPS, episode_cap, inner_limit, time_limit
-from her_rl.rl.goal import episode_horizon
+from her_rl.envs.goal_env import episode_horizon
 
 NO_LIMIT_LINE = "has no time limit of its own"
 

@@ -22,10 +22,16 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from her_rl.config.checks import probe_env
-from her_rl.config.registry import RUNTIME_ARGS, EnvSpaces
+from her_rl.envs.probe import EnvSpaces, probe_env
 from her_rl.rl.memory import check_env_copies
 from her_rl.rules import Rule, check_values
+
+
+RUNTIME_ARGS = ("env", "seed", "device", "inference", "checked")
+"""Constructor arguments the runner passes itself; never config keys. ``inference=True`` builds
+only what acting needs (networks, input statistics): no training envs, no replay memory.
+``checked=True``: the values passed the class's rules already (her_rl/config/checks.py, in the
+run's plan), so the constructor does not check them a second time."""
 
 
 @dataclass(eq=False)

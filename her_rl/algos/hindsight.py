@@ -39,7 +39,7 @@ from her_rl.rl.her import PRIORITIES, STRATEGIES
 from her_rl.rl.updates import clip_to_return_range, polyak_update, td_target, update_precision
 from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, Rule, choice,
                           integer, optional)
-from her_rl.config.registry import EnvSpaces
+from her_rl.envs.probe import EnvSpaces
 from her_rl.rl.goal import (GoalInputs, action_space_for, batch_tensors, collect_episodes, episode_bytes,
                             hindsight_memory, to_env_actions)
 

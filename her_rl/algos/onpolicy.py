@@ -33,7 +33,7 @@ from her_rl.agent import IterationResult
 from her_rl.algos.base import Learner
 from her_rl.algos.onpolicy_actor import ActorNet, ObsProcessor, check_spaces
 from her_rl.algos.rollout import Rollout, RolloutCollector, rollout_bytes
-from her_rl.config.registry import EnvSpaces
+from her_rl.envs.probe import EnvSpaces
 from her_rl.envs import make_vec
 from her_rl.errors import printable
 from her_rl.rl.success import SuccessRule

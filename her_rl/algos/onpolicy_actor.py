@@ -19,7 +19,8 @@ from gymnasium import spaces
 
 from her_rl.errors import ConfigError
 from her_rl.rl.actions import ContinuousAction, DiscreteAction
-from her_rl.rl.goal import extra_keys, flat_observation, flat_size
+from her_rl.envs.goal_env import extra_keys
+from her_rl.rl.goal import flat_observation, flat_size
 from her_rl.rl.nets import mlp
 from her_rl.rl.normalize import RunningMeanStd
 

@@ -31,6 +31,7 @@ from her_rl.config.overrides import check_overrides, one_value_each, sweep_value
 from her_rl.config.registry import algo_info, check_env_name, learner_for
 from her_rl.envs.custom import import_given
 from her_rl.envs.families import settings_names
+from her_rl.envs.probe import probe_env
 from her_rl.config.video import expand_overrides
 from her_rl.errors import ConfigError, one_line, outside
 
@@ -161,8 +162,6 @@ def choose(overrides: list[str], multirun: bool = False) -> Choice:
 
 
 def _choose(overrides: list[str]) -> Choice:
-    from her_rl.config.checks import probe_env
-
     given = _given(overrides)
     if {"experiment", "load"} & set(given) or given.get("resume") == "True" or {"algo", "tuned"} <= set(given):
         return Choice()

@@ -8,48 +8,35 @@ the env's own spaces (``her_rl.config.checks.probe_env``) and checked with :func
 
 from __future__ import annotations
 
-import importlib
-import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from gymnasium import spaces
 
+from her_rl.envs.probe import EnvSpaces
 from her_rl.errors import ConfigError  # also importable from here, its first home
 
 
 @dataclass(frozen=True)
 class AlgoInfo:
-    target: str
-    """Dotted path of the algorithm class (what its config's ``_target_`` must say)."""
+    """What a learner asks of an env, known without importing it (the classes: :func:`learners`)."""
+
     needs_goal_env: bool = False
     action_spaces: tuple[str, ...] = ("discrete",)
     """Which action-space kinds the algorithm can act in: ``discrete`` and/or ``continuous``."""
 
 
-@dataclass(frozen=True)
-class EnvSpaces:
-    """What one built env looks like, as far as pairing it with an algorithm goes."""
-
-    observation_space: spaces.Space
-    action_space: spaces.Space
-    goal_env: bool
-    """Dict observation with observation/achieved_goal/desired_goal and a ``compute_reward``."""
-    horizon: int | None = None
-    """The longest an episode lasts, where known (its time limit): what one copy's collection may hold."""
-
-
 ALGOS: dict[str, AlgoInfo] = {
-    "her_dqn": AlgoInfo("her_rl.algos.her_dqn.HerDQN", needs_goal_env=True),
-    "her_ddpg": AlgoInfo("her_rl.algos.her_ddpg.HerDDPG", needs_goal_env=True, action_spaces=("continuous",)),
-    "her_sac": AlgoInfo("her_rl.algos.her_sac.HerSAC", needs_goal_env=True, action_spaces=("continuous",)),
-    "her_td3": AlgoInfo("her_rl.algos.her_td3.HerTD3", needs_goal_env=True, action_spaces=("continuous",)),
-    "her_redq": AlgoInfo("her_rl.algos.her_redq.HerREDQ", needs_goal_env=True, action_spaces=("continuous",)),
-    "her_crossq": AlgoInfo("her_rl.algos.her_crossq.HerCrossQ", needs_goal_env=True, action_spaces=("continuous",)),
-    "reinforce": AlgoInfo("her_rl.algos.reinforce.Reinforce", action_spaces=("discrete", "continuous")),
-    "ppo": AlgoInfo("her_rl.algos.ppo.PPO", action_spaces=("discrete", "continuous")),
-    "rnd_ppo": AlgoInfo("her_rl.algos.rnd_ppo.RNDPPO", action_spaces=("discrete", "continuous")),
+    "her_dqn": AlgoInfo(True),
+    "her_ddpg": AlgoInfo(True, ("continuous",)),
+    "her_sac": AlgoInfo(True, ("continuous",)),
+    "her_td3": AlgoInfo(True, ("continuous",)),
+    "her_redq": AlgoInfo(True, ("continuous",)),
+    "her_crossq": AlgoInfo(True, ("continuous",)),
+    "reinforce": AlgoInfo(False, ("discrete", "continuous")),
+    "ppo": AlgoInfo(False, ("discrete", "continuous")),
+    "rnd_ppo": AlgoInfo(False, ("discrete", "continuous")),
 }
 
 # The env config groups, one per her_rl/conf/env/<name>.yaml, for the CLI's early name check.
@@ -114,29 +101,50 @@ def check_pairing(algo: str, env: str, env_id: str, env_spaces: EnvSpaces) -> No
         )
 
 
+_LEARNERS: dict[str, type] = {}
+
+
+def learners() -> dict[str, type]:
+    """Each name's learner class. Imported on first use, not with this module: her-run refuses a bad
+    command before torch loads."""
+    if not _LEARNERS:
+        from her_rl.algos.her_crossq import HerCrossQ
+        from her_rl.algos.her_ddpg import HerDDPG
+        from her_rl.algos.her_dqn import HerDQN
+        from her_rl.algos.her_redq import HerREDQ
+        from her_rl.algos.her_sac import HerSAC
+        from her_rl.algos.her_td3 import HerTD3
+        from her_rl.algos.ppo import PPO
+        from her_rl.algos.reinforce import Reinforce
+        from her_rl.algos.rnd_ppo import RNDPPO
+
+        _LEARNERS.update(her_dqn=HerDQN, her_ddpg=HerDDPG, her_sac=HerSAC, her_td3=HerTD3, her_redq=HerREDQ,
+                         her_crossq=HerCrossQ, reinforce=Reinforce, ppo=PPO, rnd_ppo=RNDPPO)
+    return _LEARNERS
+
+
+def target_of(algo: str) -> str:
+    """What the config's ``_target_`` of ``algo`` says: its class's dotted path."""
+    cls = learners()[algo]
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def resolve_target(algo: str, target: str | None) -> type:
-    """Import the class registered for ``algo``; refuse any other ``_target_``."""
-    info = algo_info(algo)
-    if target is not None and target != info.target:
+    """The class registered for ``algo``; any other ``_target_`` is refused (nothing is imported by name)."""
+    algo_info(algo)
+    if target is not None and target != target_of(algo):
         raise ConfigError(
             f"algo '{algo}' has _target_ '{target}', but only registered builders may be used "
-            f"('{info.target}'); register new algorithms in her_rl/config/registry.py"
+            f"('{target_of(algo)}'); register new algorithms in her_rl/config/registry.py"
         )
-    module, _, cls = info.target.rpartition(".")
-    return getattr(importlib.import_module(module), cls)
-
-
-RUNTIME_ARGS = ("env", "seed", "device", "inference", "checked")
-"""Constructor arguments the runner passes itself; never config keys. ``inference=True`` builds
-only what acting needs (networks, input statistics): no training envs, no replay memory.
-``checked=True``: the values passed the class's rules already (her_rl/config/checks.py, in the
-run's plan), so the constructor does not check them a second time."""
+    return learners()[algo]
 
 
 def accepted_params(name: str) -> list[str]:
-    """The hyperparameters (config keys) the registered class of algo ``name`` accepts."""
-    params = inspect.signature(resolve_target(name, None)).parameters
-    return [p for p, v in params.items() if p not in RUNTIME_ARGS and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
+    """The hyperparameters (config keys) the registered class of algo ``name`` accepts: its fields."""
+    from her_rl.algos.base import RUNTIME_ARGS  # with the learners: torch
+
+    return [f.name for f in fields(resolve_target(name, None)) if f.init and f.name not in RUNTIME_ARGS]
 
 
 def check_algo_keys(name: str, keys) -> None:

@@ -21,7 +21,8 @@ import textwrap
 from dataclasses import MISSING, fields
 from typing import Any
 
-from her_rl.config.registry import ALGOS, RUNTIME_ARGS, resolve_target
+from her_rl.algos.base import RUNTIME_ARGS
+from her_rl.config.registry import ALGOS, resolve_target, target_of
 
 
 def _plain(value: Any) -> Any:
@@ -33,7 +34,7 @@ def defaults(name: str) -> dict[str, Any]:
     """Algo ``name``'s hyperparameters and their defaults, in the class's field order."""
     out = {}
     for f in fields(resolve_target(name, None)):
-        if f.name in RUNTIME_ARGS:
+        if f.name in RUNTIME_ARGS or not f.init:
             continue
         if f.default is MISSING:  # a hyperparameter needs a default to be a config key
             raise TypeError(f"{name}: hyperparameter field '{f.name}' has no default")
@@ -43,7 +44,7 @@ def defaults(name: str) -> dict[str, Any]:
 
 def node(name: str) -> dict[str, Any]:
     """The config ``algo=NAME`` selects."""
-    return {"name": name, "_target_": ALGOS[name].target, **defaults(name)}
+    return {"name": name, "_target_": target_of(name), **defaults(name)}
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,9 +1,10 @@
 """Goal-env building blocks every hindsight learner shares.
 
 * :func:`goal_env_spec` reads what a learner needs from a goal env (shapes, dtypes, action space,
-  horizon, reward and termination rules), never from a list of known envs;
-* :func:`extra_keys` names a goal env's observation keys beside observation/achieved_goal/desired_goal
-  (a velocity, a step count); :func:`flat_observation` flattens them after ``observation`` into the one
+  horizon, reward and termination rules), never from a list of known envs; what makes an env a goal
+  env (its keys, spaces and time limit) is :mod:`her_rl.envs.goal_env`'s;
+* :func:`flat_observation` flattens a goal env's extra observation keys (a velocity, a step count)
+  after ``observation`` into the one
   observation vector the networks read, stored and normalised as ``observation`` alone is otherwise;
 * :class:`GoalInputs` turns (observation, goal) batches into network inputs: exact +-1 for bits,
   else the HER paper's running mean/std normalisation, clipped;
@@ -31,11 +32,8 @@ from her_rl.rl.her import HindsightMemory
 from her_rl.rl.memory import space_bytes
 from her_rl.rl.normalize import RunningMeanStd
 from her_rl.rl.success import EpisodeSuccess, SuccessRule, reward_probe
-from her_rl.envs.families import split_id
+from her_rl.envs.goal_env import ARRAY_SPACES, GOAL_KEYS, episode_horizon, extra_keys, goal_carrier
 
-GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
-ARRAY_SPACES = (spaces.Box, spaces.MultiBinary)  # what a goal (and the observation beside it) may be
-EXTRA_SPACES = (spaces.Box, spaces.MultiBinary, spaces.Discrete, spaces.MultiDiscrete)  # flattened to numbers
 
 
 @dataclass
@@ -61,18 +59,6 @@ class GoalEnvSpec:
     """The observation's keys beside GOAL_KEYS, flattened after ``observation`` (:func:`flat_observation`)."""
 
 
-def extra_keys(space: spaces.Dict, env: str = "the env") -> tuple[str, ...]:
-    """A goal env's observation keys other than GOAL_KEYS, in the space's own (sorted, fixed) order;
-    one that cannot be flattened to numbers is a one-line ConfigError naming ``env`` and the key."""
-    keys = tuple(k for k in space.spaces if k not in GOAL_KEYS)
-    for k in keys:
-        if not isinstance(space[k], EXTRA_SPACES):
-            raise ConfigError(f"{env}: observation key {k!r} is a {type(space[k]).__name__} space; observation keys "
-                              f"beside {', '.join(GOAL_KEYS)} must be Box, MultiBinary, Discrete or MultiDiscrete "
-                              "(they are flattened into the network input)")
-    return keys
-
-
 def flat_size(space: gym.Space) -> int:
     """Numbers one observation of ``space`` flattens to (a Discrete: its integer value)."""
     return 1 if isinstance(space, spaces.Discrete) else int(np.prod(space.shape))
@@ -88,31 +74,7 @@ def flat_observation(obs: dict[str, Any], keys: tuple[str, ...], dtype=np.float3
     return np.concatenate([p.reshape(B, -1) for p in parts], axis=1).astype(dtype, copy=False)
 
 
-def goal_carrier(envs: gym.vector.VectorEnv) -> Any:
-    """The object carrying compute_reward: a batched env itself, or the first copy of a loop."""
-    if hasattr(envs, "compute_reward"):
-        return envs
-    sub = getattr(envs, "envs", None)
-    return sub[0].unwrapped if sub else envs
 
-
-def episode_horizon(envs: gym.vector.VectorEnv, env_cfg: dict[str, Any]) -> int | None:
-    """The env's time limit: the shortest of its own ``max_episode_steps`` and a TimeLimit wrapper's
-    (``gymnasium.make`` turns a ``max_episode_steps`` kwarg into the wrapper; the entry point may wrap
-    one under others), else the registered one."""
-    from her_rl.envs.time_limits import first_copy, inner_limit
-
-    limits = [getattr(envs, "max_episode_steps", None)]
-    sub = getattr(envs, "envs", None)
-    if sub:
-        limits += [getattr(sub[0].unwrapped, "max_episode_steps", None), getattr(sub[0].spec, "max_episode_steps", None)]
-    limits.append(inner_limit(first_copy(envs)))  # a spec can miss it: a user's wrapper, a copy made without one
-    limits = [int(x) for x in limits if x]
-    if limits:
-        return min(limits)
-    name = split_id(env_cfg.get("id", ""))[1]
-    spec = gym.spec(name) if name in gym.registry else None
-    return int(spec.max_episode_steps) if spec is not None and spec.max_episode_steps else None
 
 
 def goal_env_spec(envs: gym.vector.VectorEnv, env_cfg: dict[str, Any], algo: str) -> GoalEnvSpec:

@@ -45,7 +45,7 @@ from her_rl.config.overrides import single_job_dir
 from her_rl.envs.custom import import_given
 from her_rl.envs.families import split_id
 from her_rl.errors import ConfigError, printable
-from her_rl.config.registry import EnvSpaces
+from her_rl.envs.probe import EnvSpaces
 from her_rl.config.saved import check_saved, merge
 from her_rl.folder.resume import check_resume, read_saved_config, stamp
 from her_rl.folder.rundir import CHECKPOINT, CONFIG, RESULTS
