@@ -3,7 +3,9 @@ wall seconds to that or to the cap) or a to-target dict read off an evaluation c
 
 from __future__ import annotations
 
+import platform
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 from bench.stats import first_reaching
@@ -41,3 +43,28 @@ def target_row(curve: Sequence[tuple[int, float, float]], target: float, **ran: 
            "final_success": last[2], "best_success": max((v for *_, v in curve), default=0.0)}
     row.update(ran)
     return row
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+SIMD = ("avx2", "avx512f", "avx512_bf16", "amx_tile")  # what decides which float kernels torch runs
+
+
+def cpu_flags() -> str:
+    """The vector-unit flags of this CPU that change torch's arithmetic (two CPUs of one model name can differ)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return " ".join(f for f in SIMD if f in have)
+    except OSError:
+        pass
+    return ""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from bench.families import plot, replace_section, run_row  # noqa: E402
+from bench.rows import cpu_model  # noqa: E402
 
 DEFAULT_JSON = HERE.parent / "docs" / "bench" / "families_defaults.json"
 # SB3's bit-flipping env, registered from a user module as a user would (her-rl's own module is
@@ -45,16 +45,6 @@ def family(task: str) -> str:
     return found.name if found else "Stable-Baselines3 (a user module)" if task.startswith("sb3_") else "your own"
 
 
-def cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def run_task(task: str, seed: int, cap: int | None, note: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "run"
@@ -66,7 +56,7 @@ def run_task(task: str, seed: int, cap: int | None, note: str) -> dict:
                               text=True)
         if done.returncode != 0:
             raise SystemExit(f"{task}: her-run exited {done.returncode}: {done.stderr.strip()[-500:]}")
-        row = run_row(task, family(task), seed, folder, cap=cap, cpu=cpu(), note=note)
+        row = run_row(task, family(task), seed, folder, cap=cap, cpu=cpu_model(), note=note)
         row["command_wall_s"] = round(time.monotonic() - started, 1)
         row["said"] = [line for line in done.stdout.splitlines() if line.startswith("her-run: ")]
     return row
@@ -94,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--png", default=None, help="with --page: the curves, written here and shown on the page")
     args = parser.parse_args(argv)
     if args.record:
-        row = run_row(args.tasks[0], family(args.tasks[0]), args.seeds[0], args.record, cap=args.cap, cpu=cpu(),
+        row = run_row(args.tasks[0], family(args.tasks[0]), args.seeds[0], args.record, cap=args.cap, cpu=cpu_model(),
                       note=args.note, wall_s=args.wall)
         add(args.json, row)
         print(json.dumps({k: v for k, v in row.items() if k != "evals"}), flush=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import re
 import shlex
 import subprocess
@@ -25,34 +24,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # bench/ lies beside the package
+
+from bench.rows import cpu_flags, cpu_model  # noqa: E402
+
 README = ROOT / "README.md"
 RECORD = ROOT / "docs" / "bench" / "readme_runs.json"
 HEADER = "| command | end | env steps | seconds |"
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-SIMD = ("avx2", "avx512f", "avx512_bf16", "amx_tile")  # what decides which float kernels torch runs
-
-
-def cpu_flags() -> str:
-    """The vector-unit flags of this CPU that change torch's arithmetic (two CPUs of one model name can differ)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                have = set(line.split(":", 1)[1].split())
-                return " ".join(f for f in SIMD if f in have)
-    except OSError:
-        pass
-    return ""
 
 
 def training_lines(readme: str) -> list[str]:
