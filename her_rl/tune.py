@@ -48,7 +48,8 @@ SAMPLERS = ("tpe", "random")
 METRICS = ("auto", "success_rate", "return")
 STUDY_FILE = "study.json"
 DEFAULT_DIR = "tune"
-POLL_S = 0.5  # how often the running trials' metrics are read
+POLL_S = 0.02  # how often the running trials' metrics are checked (a size check; read when they grew): a pruned
+# trial gets its SIGTERM within about this long of the evaluation line that pruned it
 STOP_WAIT_S = 60.0  # after SIGTERM, how long a trial may take to write its checkpoint and end (then SIGKILL)
 FAILS_IN_A_ROW = 3  # this many trials of this command failing one after another end the study
 HEARTBEAT_S = 30  # a running trial's heartbeat in the storage; a trial silent for GRACE_S is another's dead one
@@ -302,6 +303,8 @@ class _Lines:
 
     def new(self) -> list[dict[str, Any]]:
         try:
+            if os.stat(self.path).st_size == self.offset:  # nothing new: the common case, polled often
+                return []
             with open(self.path, "rb") as f:
                 f.seek(self.offset)
                 data = f.read()
