@@ -1,12 +1,14 @@
 """logger=[tensorboard,wandb,mlflow] against the real packages, without the network: W&B in offline mode
-(its run files in the run folder, read back with ``wandb leet inspect --json``, W&B's own reader of
-a ``.wandb`` file) and MLflow against a real tracking server this module starts on 127.0.0.1 (a free
-port, a SQLite store in a temp folder), read back with ``MlflowClient().get_metric_history``.
+(its run files in the run folder, read back in this process by :func:`wandb_file`: a ``.wandb`` file
+is W&B's own protobuf ``Record`` messages in LevelDB's log format) and MLflow against a real tracking
+server this module starts on 127.0.0.1 (a free port, a SQLite store in a temp folder), read back with
+``MlflowClient().get_metric_history``.
 
 Each tracker must hold every scalar of ``metrics.jsonl`` at the same steps, the config and the final
 results, also after kills and ``resume=true`` (every step once, none missing); a missing package is
 one line with exit 2 before anything is written; a tracking server that is down, at the start or
-mid-run, is one warning line and the run finishes with its files intact.
+mid-run, is one warning line and the run finishes with its files intact. A sweep's jobs share one W&B
+group and one MLflow parent run, found again when the sweep is rerun in its folder.
 
 Every run is a forked child of this process (the imports already paid for), except the missing-package
 runs, which need an interpreter of their own."""
@@ -15,6 +17,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -30,7 +33,6 @@ pytest.importorskip("mlflow")
 from her_rl.folder import checkpoint  # noqa: E402
 from her_rl.folder.metrics import METRICS, WALL_CLOCK_TAGS, _lines  # noqa: E402
 from her_rl.run.runner import main  # noqa: E402
-from her_rl.run.trackers import wandb_records  # noqa: E402
 
 # about 25 iterations of her_dqn; an evaluation every 3rd, a checkpoint before every next one
 ARGS = ["algo=her_dqn", "env=bitflip", "n=4", "algo.hidden=[32,32]", "progress=false", "eval.episodes=4",
@@ -88,10 +90,9 @@ def mlflow_uri(offline):
             time.sleep(0.3)
 
 
-def forked(folder: Path, args: list[str], hook=None) -> int:
-    """``main(args)`` in ``folder`` in a forked child (``hook`` first); its exit status (-9: SIGKILLed)
-    and its output in ``folder.parent/<folder>.log``."""
-    log = folder.parent / f"{folder.name}.log"
+def in_child(log: Path, body) -> int:
+    """``body()`` (it returns the exit status) in a forked child, its output appended to ``log``; the
+    child's exit status (-9: SIGKILLed)."""
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         code = 1
@@ -101,16 +102,40 @@ def forked(folder: Path, args: list[str], hook=None) -> int:
             os.dup2(fd, 2)
             sys.stdout = open(1, "w", buffering=1, closefd=False)
             sys.stderr = open(2, "w", buffering=1, closefd=False)
-            if hook is not None:
-                hook()
-            main(args, out_dir=folder)
-            code = 0
+            code = body()
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
+
+
+def forked(folder: Path, args: list[str], hook=None) -> int:
+    """``main(args)`` in ``folder`` in a forked child (``hook`` first); its exit status (-9: SIGKILLed)
+    and its output in ``folder.parent/<folder>.log``."""
+    def body() -> int:
+        if hook is not None:
+            hook()
+        main(args, out_dir=folder)
+        return 0
+    return in_child(folder.parent / f"{folder.name}.log", body)
+
+
+def forked_cli(cwd: Path, argv: list[str], log: Path) -> int:
+    """The ``her-run`` command ``argv`` (her-run's ``main``, Hydra and all) in a forked child in ``cwd``;
+    its exit status, its output in ``log``."""
+    def body() -> int:
+        from her_rl import cli
+
+        os.chdir(cwd)
+        sys.argv = ["her-run", *argv]
+        try:
+            cli.main()
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        return 0
+    return in_child(log, body)
 
 
 def kill_at_save(k: int, trackers_stop_at: int | None = None):
@@ -142,12 +167,61 @@ def expected_lines(folder: Path) -> list[dict]:
     return [line for _, line in _lines(folder / METRICS)]
 
 
+def wandb_file(path: Path) -> list[dict]:
+    """The records of a ``.wandb`` file, read in this process (``wandb leet inspect`` costs about a second
+    a file, most of it an interpreter's start). The file is LevelDB's log format after a 7-byte header
+    (``:W&B``, 0xBEE1, version 0): 32 KiB blocks of chunks, each a 7-byte header (checksum, not checked
+    here; length; type: 1 whole, 2 first, 3 middle, 4 last) and its bytes; a record is W&B's protobuf
+    ``Record``. Each is given as a dict holding what the tests read: ``type``, and for history
+    ``{"step": {"num"}, "item": {key: value}}``, for config and summary ``{"update": {key: value}}``,
+    for run ``{"run_group", "run_id"}``."""
+    from wandb.proto import wandb_internal_pb2
+
+    data = path.read_bytes()
+    assert data[:7] == b":W&B" + struct.pack("<HB", 0xBEE1, 0), data[:7]
+    block, records, pending, at = 32768, [], b"", 7
+    while at + 7 <= len(data):
+        if block - at % block < 7:  # a block's tail too short for a chunk header is padding
+            at += block - at % block
+            continue
+        _, length, kind = struct.unpack_from("<IHB", data, at)
+        chunk, at = data[at + 7:at + 7 + length], at + 7 + length
+        if kind == 0 and length == 0:  # zeros: the rest of the block is padding
+            at += -at % block
+            continue
+        pending = chunk if kind in (1, 2) else pending + chunk
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            records.append(_record(record))
+    return records
+
+
+def _record(record) -> dict:
+    kind = record.WhichOneof("record_type")
+    out: dict = {"type": kind}
+
+    def items(entries) -> dict:  # a nested key as "a.b"
+        return {".".join(entry.nested_key) or entry.key: json.loads(entry.value_json) for entry in entries}
+
+    if kind == "history":
+        out["history"] = {"step": {"num": record.history.step.num}, "item": items(record.history.item)}
+    elif kind in ("config", "summary"):
+        value = items(getattr(record, kind).update)
+        if kind == "config":  # each key's value as {"value": ...}
+            value = {k: v.get("value", v) if isinstance(v, dict) else v for k, v in value.items()}
+        out[kind] = {"update": value}
+    elif kind == "run":
+        out["run"] = {"run_group": record.run.run_group, "run_id": record.run.run_id}
+    return out
+
+
 def wandb_history(folder: Path) -> tuple[list[dict], dict, dict]:
     """Every history row of the folder's W&B run files (all its offline segments, in order), the config
     and the summary."""
     rows, config, summary = [], {}, {}
     for path in sorted((folder / "wandb").glob("offline-run-*/run-*.wandb")):
-        for record in wandb_records(path):
+        for record in wandb_file(path):
             if record["type"] == "history":
                 item = record["history"]["item"]
                 rows.append({"step": int(record["history"]["step"]["num"]),
@@ -318,3 +392,45 @@ class Proxy:
             except OSError:
                 pass
             s.close()
+
+
+def test_a_sweeps_jobs_share_a_wandb_group_and_an_mlflow_parent_run(tmp_path, mlflow_uri):
+    """``her-run -m n=3,4``: each job's MLflow run is a child (``mlflow.parentRunId``) of one parent run
+    named for the sweep folder, each job's W&B run is in the group named for it. Rerun in the same
+    folder (``resume=auto``, a larger budget, one job more) the sweep finds the same parent run rather
+    than making a second: the new job is its child too, the resumed runs stay its children and in the
+    group. Each sweep is her-run's ``main`` in a forked child (Hydra's basic launcher: the jobs run in
+    that process). On the joblib launcher, whose jobs run in interpreters of their own and get the
+    parent run from the environment, the rerun took some 20 s more (their imports): left to a manual
+    check."""
+    from mlflow.tracking import MlflowClient
+
+    sweep = tmp_path / "sweep"
+    common = [*ARGS[:-1], "eval.every_iterations=100", "logger=[wandb,mlflow]", f"mlflow.tracking_uri={mlflow_uri}",
+              "mlflow.experiment=sweeps", f"hydra.sweep.dir={sweep}"]
+    for i, extra in enumerate((["n=3,4", "budget.env_steps=64"],
+                               ["n=3,4,5", "budget.env_steps=96", "resume=auto"])):
+        log = tmp_path / f"sweep-{i}.log"
+        assert forked_cli(tmp_path, ["-m", *common, *extra], log) == 0, log.read_text()
+        assert "warning" not in log.read_text(), log.read_text()
+    jobs = {n: sweep / f"n={n}" for n in (3, 4, 5)}
+    for folder in jobs.values():
+        assert json.loads((folder / "results.json").read_text())["env_steps"] >= 96, folder
+
+    client = MlflowClient(mlflow_uri)
+    experiment = client.get_experiment_by_name("sweeps").experiment_id
+    parents = client.search_runs([experiment], "tags.`her_rl.sweep_parent` != ''")
+    assert [p.info.run_name for p in parents] == [sweep.name] and parents[0].info.status == "FINISHED"
+    runs = {n: client.get_run(json.loads((folder / "trackers.json").read_text())["mlflow"]["run_id"])
+            for n, folder in jobs.items()}
+    assert {n: run.data.tags.get("mlflow.parentRunId") for n, run in runs.items()} == \
+        {n: parents[0].info.run_id for n in jobs}
+    assert {run.data.tags["her_rl.sweep"] for run in runs.values()} == {str(sweep)}
+    assert len(client.search_runs([experiment])) == 4  # the parent and one run per job, resumed ones included
+
+    groups = {}
+    for n, folder in jobs.items():
+        for path in sorted((folder / "wandb").glob("offline-run-*/run-*.wandb")):
+            groups[(n, path.parent.name)] = [r["run"]["run_group"] for r in wandb_file(path) if r["type"] == "run"]
+    assert len(groups) == 5  # n=3 and n=4 twice (run, then resumed), n=5 once
+    assert set(map(tuple, groups.values())) == {(sweep.name,)}, groups
