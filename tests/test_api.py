@@ -194,12 +194,14 @@ def test_a_ctrl_c_during_her_rl_train_is_a_keyboard_interrupt_after_a_checkpoint
     import os
     import signal
     import threading
+    import time
 
-    timer = threading.Timer(3.0, os.kill, args=(os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt, match="stopped by signal 2"):
-            her_rl.train(["n=30", "budget.env_steps=10000000", "progress=false"], out_dir=tmp_path / "run")
-    finally:
-        timer.cancel()
+    def interrupt():  # once training has logged (a signal during the checks is a plain KeyboardInterrupt)
+        while not (tmp_path / "run" / "metrics.jsonl").exists():
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt, match="stopped by signal 2"):
+        her_rl.train(["n=30", "budget.env_steps=10000000", "progress=false"], out_dir=tmp_path / "run")
     assert (tmp_path / "run" / "checkpoint.pt").is_file() and not (tmp_path / "run" / "results.json").exists()

@@ -86,7 +86,7 @@ def _fake_run(folder, overrides, success):
     folder.mkdir(parents=True)
     (folder / "history.jsonl").write_text(json.dumps({"event": "start", "overrides": overrides}) + "\n")
     (folder / "results.json").write_text(json.dumps(
-        {"seed": 0, "eval_success_rate": success, "solved": False, "solved_at_env_steps": None, "wall_time_s": 1.0}))
+        {"seed": int(next(o for o in overrides if o.startswith("seed="))[5:]), "eval_success_rate": success, "solved": False, "solved_at_env_steps": None, "wall_time_s": 1.0}))
 
 
 def test_summary_rows_ignore_bookkeeping_but_keep_thresholds_apart(tmp_path):

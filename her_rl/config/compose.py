@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from her_rl.config import schema
 from her_rl.config.overrides import check_overrides, one_value_each, sweep_values, sweep_variants
-from her_rl.config.registry import algo_info, check_env_name, learner_for
+from her_rl.config.registry import ALGOS, accepted_params, algo_info, check_env_name, learner_for
 from her_rl.envs.custom import import_given
 from her_rl.envs.families import settings_names
 from her_rl.envs.probe import probe_env
@@ -231,12 +231,18 @@ def _malformed(overrides: list[str]) -> str | None:
     return None
 
 
-def unknown_key(key: str) -> str:
+def unknown_key(key: str, overrides: list[str] = ()) -> str:
     """One line for a key the config does not have, with what works instead: the keys beside it (the
-    nearest first), ``+env.kwargs.KEY`` for a new keyword of the env, the learner's keys for ``algo.``."""
+    nearest first), ``+env.kwargs.KEY`` for a new keyword of the env, the named learner's keys for ``algo.``."""
     parent, _, leaf = key.rpartition(".")
     if parent == "env.kwargs":
         return f"unknown config key '{key}': +{key}=VALUE passes a new keyword argument to the env"
+    algo = next((o.split("=", 1)[1] for o in overrides if o.startswith("algo=")), None)
+    if parent == "algo" and algo in ALGOS:
+        table = dict.fromkeys(accepted_params(algo))
+        near = difflib.get_close_matches(leaf, list(table), n=1, cutoff=0.8)
+        hint = f"did you mean 'algo.{near[0]}'? " if near else ""
+        return f"unknown config key '{key}': algo '{algo}' has no such key; {hint}its keys: {', '.join(sorted(table))}"
     if parent == "algo":
         return (f"unknown config key '{key}': her-run --cfg job --package algo lists the learner's keys "
                 "(algo=NAME picks another learner)")
@@ -245,7 +251,7 @@ def unknown_key(key: str) -> str:
         table = schema.TOP.get(parent) if isinstance(schema.TOP.get(parent), dict) else None
     if table is None:
         return f"unknown config key '{key}' (her-run --cfg job lists the keys)"
-    near = difflib.get_close_matches(leaf, list(table), n=1)
+    near = difflib.get_close_matches(leaf, list(table), n=1, cutoff=0.8)
     hint = f"did you mean '{parent + '.' if parent else ''}{near[0]}'? " if near else ""
     return f"unknown config key '{key}': {hint}{'accepted' if parent else 'top-level keys'}: {', '.join(table)}"
 
@@ -264,7 +270,7 @@ def hydra_message(exc: BaseException, overrides: list[str]) -> str:
     if found:
         key, cause = found.group(1), str(exc.__cause__ or "")
         if "not in struct" in cause or "not in '" in cause:
-            return unknown_key(key)
+            return unknown_key(key, overrides)
         return f"cannot set '{key}': {one_line(cause.splitlines()[0] if cause else text)}"
     if isinstance(exc, MissingConfigException):
         lines = [line.strip() for line in text.split("Config search path")[0].splitlines() if line.strip()]
