@@ -201,7 +201,11 @@ def test_a_ctrl_c_during_her_rl_train_is_a_keyboard_interrupt_after_a_checkpoint
             time.sleep(0.02)
         os.kill(os.getpid(), signal.SIGINT)
 
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job inherits SIG_IGN
     threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt, match="stopped by signal 2"):
-        her_rl.train(["n=30", "budget.env_steps=10000000", "progress=false"], out_dir=tmp_path / "run")
+    try:
+        with pytest.raises(KeyboardInterrupt, match="stopped by signal 2"):
+            her_rl.train(["n=30", "budget.env_steps=10000000", "progress=false"], out_dir=tmp_path / "run")
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     assert (tmp_path / "run" / "checkpoint.pt").is_file() and not (tmp_path / "run" / "results.json").exists()

@@ -253,7 +253,9 @@ def test_a_signal_while_torch_is_imported_is_128_plus_it(her_run, user_dir, sig)
 def test_a_signal_while_python_shuts_down_after_her_run_exits_128_plus_it_quietly(tmp_path):
     """Another library's exit handler still running (here: one that sleeps) when a Ctrl-C comes: no
     'Exception ignored in atexit callback', no exit 0."""
-    script = ("import atexit, sys, time\natexit.register(time.sleep, 20)\nfrom her_rl.cli import main\n"
+    script = ("import atexit, signal, sys, time\n"
+              "signal.signal(signal.SIGINT, signal.default_int_handler)\n"  # a background job inherits SIG_IGN
+              "atexit.register(time.sleep, 20)\nfrom her_rl.cli import main\n"
               "sys.argv = ['her-run', '--version']\nmain()\nprint('ended', flush=True)\n")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)

@@ -59,13 +59,17 @@ def test_prunes_continues_and_prints_a_runnable_best_line(tmp_path, capsys):
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGINT)
 
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job inherits SIG_IGN
     threading.Thread(target=interrupt, daemon=True).start()
-    code, out, err = _tune(capsys, "--trials", "3", "--dir", str(folder))
+    try:
+        code, out, err = _tune(capsys, "--trials", "3", "--dir", str(folder))
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     assert code == 128 + signal.SIGINT and "the same command continues the study" in err, err
     assert "2 of 3 trials so far" in out
     data = _study(folder)
     assert data["trials"][2]["state"] == "FAIL" and data["trials"][2]["interrupted"] and data["trials_counted"] == 2
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the tuner's handlers are undone
+    assert signal.getsignal(signal.SIGINT) is inherited  # the tuner's handlers are undone
 
     code, out, err = _tune(capsys, "--trials", "3", "--dir", str(folder))
     assert code == 0, err
