@@ -426,6 +426,11 @@ def _json(path: Path) -> dict | None:
 
 # ------------------------------------------------------------------------------------------------- the study
 
+def _study_made(name: str) -> bool:
+    """A file or folder her-tune makes in a study folder: the SQLite study and its journals, a trial."""
+    return name.startswith("study.db") or re.fullmatch(r"trial-\d+", name) is not None
+
+
 def _check_folder(folder: Path, name: str) -> None:
     """A study folder that is new, empty, or this study's."""
     if folder.is_symlink():
@@ -433,6 +438,8 @@ def _check_folder(folder: Path, name: str) -> None:
     check_folder(folder, "study folder", lambda f, ignore=(): True)  # a folder that can be made and written in
     if folder.exists() and any(folder.iterdir()):
         held = _json(folder / STUDY_FILE)
+        if held is None and all(_study_made(p.name) for p in folder.iterdir()):
+            return  # another her-tune of this study, started at the same moment, has not written study.json yet
         if held is None:
             raise ConfigError(f"study folder {folder} already holds other files than a her-tune study "
                               f"({STUDY_FILE}); pick a new or empty folder")

@@ -105,3 +105,13 @@ def test_bad_input_is_one_line_before_anything_is_written(tmp_path, capsys, args
     lines = err.splitlines()
     assert code == 2 and len(lines) == 1 and lines[0].startswith("her-tune: error: ") and said in lines[0], err
     assert out == "" and not folder.exists()
+
+
+def test_a_second_tuner_of_the_same_new_folder_joins_it_before_its_study_json_exists(tmp_path):
+    folder = tmp_path / "study"
+    (folder / "trial-0").mkdir(parents=True)
+    (folder / "study.db").write_bytes(b"")  # what a her-tune started a moment earlier has made so far
+    tune._check_folder(folder, "study")  # joins: the storage says which study it is
+    (folder / "notes.txt").write_text("mine")
+    with pytest.raises(tune.ConfigError, match="already holds other files than a her-tune study"):
+        tune._check_folder(folder, "study")
