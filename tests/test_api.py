@@ -196,8 +196,9 @@ def test_a_ctrl_c_during_her_rl_train_is_a_keyboard_interrupt_after_a_checkpoint
     import threading
     import time
 
-    def interrupt():  # once training has logged (a signal during the checks is a plain KeyboardInterrupt)
-        while not (tmp_path / "run" / "metrics.jsonl").exists():
+    def interrupt():  # once an iteration is logged (a signal during the checks is a plain KeyboardInterrupt)
+        metrics = tmp_path / "run" / "metrics.jsonl"
+        while not (metrics.exists() and metrics.stat().st_size > 0):
             time.sleep(0.02)
         os.kill(os.getpid(), signal.SIGINT)
 

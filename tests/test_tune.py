@@ -63,13 +63,14 @@ def test_prunes_continues_and_prints_a_runnable_best_line(tmp_path, capsys):
     threading.Thread(target=interrupt, daemon=True).start()
     try:
         code, out, err = _tune(capsys, "--trials", "3", "--dir", str(folder))
+        undone = signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the tuner's handlers are undone
     finally:
         signal.signal(signal.SIGINT, inherited)
     assert code == 128 + signal.SIGINT and "the same command continues the study" in err, err
     assert "2 of 3 trials so far" in out
     data = _study(folder)
     assert data["trials"][2]["state"] == "FAIL" and data["trials"][2]["interrupted"] and data["trials_counted"] == 2
-    assert signal.getsignal(signal.SIGINT) is inherited  # the tuner's handlers are undone
+    assert undone
 
     code, out, err = _tune(capsys, "--trials", "3", "--dir", str(folder))
     assert code == 0, err
