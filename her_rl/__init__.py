@@ -24,7 +24,7 @@ except PackageNotFoundError:  # a source tree that was never installed
 _BLOCKS = ("RND", "Action", "ClipLoss", "ContinuousAction", "DiscreteAction", "ElementwiseQ", "EntropyLoss",
            "GaussianNoise", "NormalPolicyHead", "OUNoise", "PGLoss", "ReplayBuffer", "RewardHistory", "Rewards",
            "RunningMeanStd", "discounted_returns", "gae", "mlp", "np2torch", "set_seed", "to_numpy")
-_HOMES = {"train": "her_rl.api", "load": "her_rl.api", "evaluate": "her_rl.api", "Policy": "her_rl.run.policy",
+_HOMES = {"train": "her_rl.api", "load": "her_rl.api", "evaluate": "her_rl.api", "Policy": "her_rl.saved.policy",
           **{name: "her_rl.rl" for name in _BLOCKS}}
 
 __all__ = ["__version__", "train", "load", "evaluate", "Policy", "ConfigError", "EnvError", "CheckpointError",

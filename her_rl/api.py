@@ -8,8 +8,8 @@ policy = her_rl.load("outputs/flip8")
 print(her_rl.evaluate(policy, episodes=100)["success_rate"])  # goal envs; "return" for any task
 ```
 
-The gate, the training runner, Hydra and the algorithms are imported on first use, so ``import
-her_rl`` stays light (no torch).
+The gate, the training runner, the saved side's ``load=`` evaluation, Hydra and the algorithms are
+imported on first use, so ``import her_rl`` stays light (no torch).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numbers
 from pathlib import Path
 from typing import Any, Sequence
 
-from her_rl.run.policy import Policy, load
+from her_rl.saved.policy import Policy, load
 
 
 def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> dict[str, Any]:
@@ -28,8 +28,9 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
     among the overrides: the evaluation report instead). Bad input raises :class:`her_rl.ConfigError`
     with the one line ``her-run`` would print."""
     from her_rl.errors import ConfigError, one_line
-    from her_rl.run.plan import gate
+    from her_rl.run.plan import Evaluation, gate
     from her_rl.run.runner import start
+    from her_rl.saved.evaluate import evaluate_checkpoint
 
     if isinstance(overrides, (str, bytes)) or not isinstance(overrides, Sequence):
         raise ConfigError(f"overrides must be a list of strings such as ['n=8'], got {type(overrides).__name__}")
@@ -42,7 +43,7 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
                           "must be a string such as 'n=8'")
     checked = gate(list(overrides), out_dir)
     try:
-        return start(checked)
+        return evaluate_checkpoint(checked) if isinstance(checked, Evaluation) else start(checked)
     except SystemExit as exc:  # her-run's exit after a stop signal: a Python caller gets a KeyboardInterrupt
         if isinstance(exc.code, int) and exc.code > 128:
             raise KeyboardInterrupt(f"stopped by signal {exc.code - 128}; the run folder keeps its last "

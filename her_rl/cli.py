@@ -4,9 +4,10 @@ Flags that would read configs from elsewhere or unpickle a file are refused here
 through the gate (:func:`her_rl.run.plan.gate`), which checks them once, in one order, before anything
 is created: overrides that would make Hydra run code, group names, Hydra's own override and key
 errors, every key the run needs, the run folder and the checkpoint to resume, every value, the env's
-spaces. A single run is then trained here, from that one plan, with its folder locked from the check
-to the end; ``load=`` is evaluated here; a sweep's variants, folder and launcher are checked
-(:func:`her_rl.run.plan.gate_sweep`) and Hydra's launcher runs its jobs, each of which plans itself.
+spaces. A single run is then trained here (:mod:`her_rl.run.runner`), from that one plan, with its
+folder locked from the check to the end; ``load=`` is evaluated here (:mod:`her_rl.saved.evaluate`);
+a sweep's variants, folder and launcher are checked (:func:`her_rl.run.plan.gate_sweep`) and Hydra's
+launcher runs its jobs, each of which plans itself.
 A problem is one line ``her-run: error: ...`` (control characters escaped, text from outside cut to
 the screen's width: :func:`her_rl.errors.printable`) and exit status 2, with nothing created or
 written. A signal outside training ends her-run with 128 + the signal and one line saying what is on
@@ -78,10 +79,18 @@ def _preflight(argv: list[str]):
     return None
 
 
+def _start(checked) -> dict:
+    """What the gate let through: a plan trained by the runner, or ``load=``'s evaluation by the saved side."""
+    from her_rl.run.plan import Evaluation  # here: they load torch, and her-run takes its signals first
+    from her_rl.run.runner import start
+    from her_rl.saved.evaluate import evaluate_checkpoint
+
+    return evaluate_checkpoint(checked) if isinstance(checked, Evaluation) else start(checked)
+
+
 def _run(checked) -> None:
     """Train the checked plan in this process (Hydra's launcher is for sweeps), or evaluate (``load=``)."""
     from her_rl.run.plan import Evaluation  # here: it loads torch, and her-run takes its signals first
-    from her_rl.run.runner import start
 
     if isinstance(checked, Evaluation):
         _STAGE.name = "load"
@@ -89,7 +98,7 @@ def _run(checked) -> None:
         _STAGE.name, _STAGE.folder, _STAGE.env_id = "job", checked.out, checked.config["env"].get("id")
         failures.clear(checked.out)  # a new attempt in this folder (it may have been a sweep's job)
     try:
-        start(checked)
+        _start(checked)
     except (ConfigError, EnvError, NonFiniteError, OutputError) as exc:
         _fail(exc, exc.exit_code)
 
@@ -98,7 +107,7 @@ def _run(checked) -> None:
 def _hydra_main(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
 
-    from her_rl.run.runner import run
+    from her_rl.run.plan import plan_run
 
     hc = HydraConfig.get()  # a sweep's job: a single run is trained by _run
     out, overrides = Path(hc.runtime.output_dir), list(hc.overrides.task)
@@ -107,7 +116,7 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 
     def job() -> float | None:
         try:
-            return objective(run(cfg, out_dir=out, overrides=overrides), cfg.get("objective", "final_eval"))
+            return objective(_start(plan_run(cfg, out, overrides)), cfg.get("objective", "final_eval"))
         except Exception as exc:  # one line and failed.json; the sweep goes on (every launcher, no sys.exit)
             return failures.job_failed(out, exc, overrides)
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+import her_rl
 from her_rl.folder import checkpoint
 from her_rl.errors import CheckpointError
 from her_rl.errors import OutputError
@@ -121,7 +122,7 @@ def test_bad_checkpoint_files_are_one_line_naming_file_and_why(tmp_path, real_ch
     before = snapshot(out)
     overrides = ["resume=true", "progress=false"] if mode == "resume" else [f"load={path}"]
     with pytest.raises(CheckpointError) as err:
-        main(overrides, out_dir=out if mode == "resume" else None)
+        her_rl.train(overrides, out_dir=out if mode == "resume" else None)
     text = str(err.value)
     assert text.startswith(f"cannot load checkpoint {path}: ") and KINDS[kind] in text
     assert "weights_only=False" not in text and "\n" not in text
@@ -130,7 +131,7 @@ def test_bad_checkpoint_files_are_one_line_naming_file_and_why(tmp_path, real_ch
 
 def test_missing_load_path_is_one_line(tmp_path):
     with pytest.raises(CheckpointError, match=r"cannot load checkpoint .*nope\.pt: no such file$"):
-        main([f"load={tmp_path / 'nope.pt'}"])
+        her_rl.train([f"load={tmp_path / 'nope.pt'}"])
 
 
 def test_full_disk_keeps_the_previous_checkpoint(tmp_path, monkeypatch, capsys):

@@ -30,7 +30,7 @@ def test_an_old_run_folder_loads_as_a_policy(tmp_path):
 
 def test_an_old_run_folder_is_evaluated_by_load(tmp_path):
     folder = _copy(tmp_path)
-    report = runner.main([f"load={folder}", "eval.episodes=10"])
+    report = her_rl.train([f"load={folder}", "eval.episodes=10"])
     assert report["episodes"] == 10 and 0.0 <= report["eval_success_rate"] <= 1.0
     assert (folder / "eval.json").is_file()
 

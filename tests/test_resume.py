@@ -8,6 +8,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+import her_rl
 from her_rl.folder import checkpoint
 from her_rl.errors import CheckpointError, ConfigError
 from her_rl.run.runner import main
@@ -144,15 +145,15 @@ def test_load_evaluates_with_the_saved_run_settings_next_to_the_checkpoint(tmp_p
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "run"
     train(out, "eval.episodes=7", "n=5")
-    report = main([f"load={out / 'checkpoint.pt'}"])
+    report = her_rl.train([f"load={out / 'checkpoint.pt'}"])
     assert report["episodes"] == 7 and report["env"] == "bitflip"
     assert json.loads((out / "eval.json").read_text()) == report
-    assert main([f"load={out}", "eval.episodes=3"])["episodes"] == 3  # a run folder stands for its checkpoint
-    main([f"load={out}"], out_dir=tmp_path / "ev")
+    assert her_rl.train([f"load={out}", "eval.episodes=3"])["episodes"] == 3  # a run folder stands for its checkpoint
+    her_rl.train([f"load={out}"], out_dir=tmp_path / "ev")
     assert (tmp_path / "ev" / "eval.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ev", "run"]  # no default folder
     with pytest.raises(ConfigError, match="cannot evaluate: the checkpoint was trained with n=5"):
-        main([f"load={out}", "n=4"])
+        her_rl.train([f"load={out}", "n=4"])
 
 
 def test_a_solved_run_resumed_without_stop_when_solved_trains_on_to_its_new_budget(tmp_path):
@@ -189,7 +190,7 @@ def test_load_with_resume_is_refused_and_writes_nothing(tmp_path, verb):
     train(out)
     before = snapshot(out)
     with pytest.raises(ConfigError, match="contradict each other"):
-        main([f"load={out}", verb])
+        her_rl.train([f"load={out}", verb])
     assert snapshot(out) == before and not (out / "eval.json").exists()
 
 
@@ -218,7 +219,7 @@ def test_a_checkpoint_saved_on_cuda_resumes_and_loads_on_cpu(tmp_path):
     assert saved["agent"]["generator"].numel() > 16
     saved["agent"]["generator"] = torch.tensor([7, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0], dtype=torch.uint8)
     checkpoint.save(saved, path)
-    main([f"load={path}", "progress=false", "eval.episodes=2"])
+    her_rl.train([f"load={path}", "progress=false", "eval.episodes=2"])
     assert json.loads((out / "eval.json").read_text())["episodes"] == 2
     copy = tmp_path / "copy"
     copy.mkdir()
@@ -250,7 +251,6 @@ def test_a_run_saved_with_keys_its_learner_no_longer_takes_resumes_and_loads(tmp
     past them (her_rl/folder/resume.py: RETIRED); another value is still refused as the key it is."""
     import shutil
 
-    import her_rl
     from her_rl.folder.resume import RETIRED
 
     monkeypatch.chdir(tmp_path)
@@ -272,7 +272,7 @@ def test_a_run_saved_with_keys_its_learner_no_longer_takes_resumes_and_loads(tmp
     assert main(["resume=true", "budget.env_steps=40", "progress=false"], out_dir=out)["env_steps"] >= 40
     assert "simultaneous" not in OmegaConf.load(out / "config.yaml").algo  # written back in today's form
     assert main(["resume=auto", "progress=false"], out_dir=early)["env_steps"] >= 20
-    assert main([f"load={out}", "eval.episodes=2"])["episodes"] == 2
+    assert her_rl.train([f"load={out}", "eval.episodes=2"])["episodes"] == 2
     her_rl.load(out)
 
     saved["config"]["algo"]["actor_half"] = "process"  # never a value of theirs: the saved config's fault

@@ -1,14 +1,18 @@
-"""her_rl/run/runner.py: main/run train a run to its results (on disk too), repeatably, and load= evaluates one."""
+"""her_rl/run/runner.py: main/run train a run to its results (on disk too), repeatably; load= of that run is the
+saved side's (her_rl.saved.evaluate), which her_rl.train and a sweep's job hand it to, never the runner."""
 
 import json
 
 import pytest
 from omegaconf import OmegaConf
 
+import her_rl
 from her_rl.config.compose import compose
 from her_rl.errors import ConfigError
 from her_rl.folder import rundir
 from her_rl.run import runner
+from her_rl.run.plan import plan_run
+from her_rl.saved.evaluate import evaluate_checkpoint
 
 BUDGET = 600
 ARGS = ["n=4", f"budget.env_steps={BUDGET}", "progress=false", "seed=0"]
@@ -57,7 +61,7 @@ def test_load_evaluates_the_saved_run_without_training(trained, tmp_path, capsys
     out, results = trained
     before = (out / rundir.RESULTS).read_bytes(), (out / rundir.CHECKPOINT).read_bytes()
     overrides = [f"load={out}", "eval.episodes=20"]
-    report = runner.run(compose(overrides), out_dir=tmp_path / "eval", overrides=overrides)
+    report = evaluate_checkpoint(plan_run(compose(overrides), out_dir=tmp_path / "eval", overrides=overrides))
     assert report["checkpoint"] == str(out / rundir.CHECKPOINT)
     assert (report["algo"], report["env"], report["episodes"], report["seed"]) == ("her_dqn", "bitflip", 20, 0)
     assert 0.0 <= report["eval_success_rate"] <= 1.0 and 1.0 <= report["eval_length"] <= 4.0
@@ -72,18 +76,26 @@ def test_load_evaluates_the_saved_run_without_training(trained, tmp_path, capsys
 
 def test_load_of_the_folder_writes_eval_json_next_to_the_checkpoint(trained):
     out, _ = trained
-    report = runner.main([f"load={out}", "eval.episodes=10"])
+    report = her_rl.train([f"load={out}", "eval.episodes=10"])
     assert report["episodes"] == 10
     assert json.loads((out / "eval.json").read_text()) == report
-    again = runner.main([f"load={out}", "eval.episodes=10"])
+    again = her_rl.train([f"load={out}", "eval.episodes=10"])
     assert again == report  # the same seed evaluates the same episodes
 
 
 def test_load_and_resume_contradict_each_other(trained, tmp_path):
     out, _ = trained
     with pytest.raises(ConfigError, match="load= and resume=true contradict each other"):
-        runner.main([f"load={out}", "resume=true"], out_dir=tmp_path / "x")
+        her_rl.train([f"load={out}", "resume=true"], out_dir=tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_the_runner_only_trains(trained, tmp_path):
+    out, _ = trained
+    for call in (lambda: runner.main([f"load={out}"]), lambda: runner.run(compose([f"load={out}"]), tmp_path / "ev")):
+        with pytest.raises(TypeError, match="^load= evaluates a saved run: her_rl.train or her_rl.saved.evaluate"):
+            call()
+    assert not (tmp_path / "ev").exists()
 
 
 def test_a_refused_config_writes_nothing(tmp_path):

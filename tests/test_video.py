@@ -1,4 +1,4 @@
-"""Videos of trained agents: her_rl.run.video and ``her-run load=RUN_DIR video=true``."""
+"""Videos of trained agents: her_rl.saved.video and ``her-run load=RUN_DIR video=true``."""
 
 import importlib.util
 import os
@@ -17,7 +17,7 @@ pytest.importorskip("imageio_ffmpeg", reason='the video extra is not installed (
 import imageio.v2 as imageio  # noqa: E402
 import imageio.v3 as iio  # noqa: E402
 
-from her_rl.run import video  # noqa: E402
+from her_rl.saved import video  # noqa: E402
 
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}

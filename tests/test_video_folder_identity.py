@@ -15,7 +15,7 @@ pytest.importorskip("imageio_ffmpeg", reason='the video extra is not installed (
 
 import her_rl  # noqa: E402
 from her_rl.errors import OutputError  # noqa: E402
-from her_rl.run import video  # noqa: E402
+from her_rl.saved import video  # noqa: E402
 from test_adversarial import snapshot  # noqa: E402  (a folder tree with a hash of each file)
 
 SMALL = ["algo=her_dqn", "env=bitflip", "n=4", "progress=false", "eval.episodes=2"]  # 4-step episodes

@@ -2,7 +2,8 @@
 
 The config key is a table (``video.enabled``, ``video.episodes``, ...); :func:`expand_overrides` turns
 ``video=true`` into ``video.enabled=true`` as the command line is composed, because an OmegaConf bool
-cannot also hold ``video.episodes``; :func:`options` is their one check. Videos are recorded from a saved run (``load=``): :mod:`her_rl.run.video` records.
+cannot also hold ``video.episodes``; :func:`options` is their one check. Videos are recorded from a
+saved run (``load=``): :mod:`her_rl.saved.video` records.
 """
 
 from __future__ import annotations

@@ -132,10 +132,11 @@ class Plan:
 @dataclass(frozen=True)
 class Evaluation:
     """``load=``: the command's config and overrides for the evaluation of a saved run, and the folder
-    given for ``eval.json`` (None: next to the checkpoint)."""
+    given for ``eval.json`` (None: next to the checkpoint). Its caller hands it to the saved side
+    (:func:`her_rl.saved.evaluate.evaluate_checkpoint`), a :class:`Plan` to the training runner."""
 
-    config: DictConfig
-    overrides: list[str]
+    config: DictConfig | dict[str, Any]
+    overrides: list[str] | None
     out: Path | None
 
 
@@ -245,9 +246,11 @@ def _hydra_files() -> tuple[str, ...]:
 
 
 def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None,
-             overrides: list[str] | None = None) -> Plan:
+             overrides: list[str] | None = None) -> Plan | Evaluation:
     """The gate from step 3 for a config composed already: a sweep's job (Hydra composed it), a config
-    built in Python (``overrides`` None: every key counts as given)."""
+    built in Python (``overrides`` None: every key counts as given). ``load=`` leaves at once, as it is."""
+    if cfg.get("load"):
+        return Evaluation(cfg, overrides, None if out_dir is None else Path(out_dir))
     import_given(overrides)  # env.id=module:Env-v0 given by the user: import the module that registers it
     check_required(OmegaConf.to_container(cfg) if isinstance(cfg, DictConfig) else cfg, overrides)
     return _plan(cfg, None if out_dir is None else _folder(out_dir, "out_dir"), overrides)

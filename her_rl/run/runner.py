@@ -6,7 +6,8 @@ everything, builds the agent (:mod:`her_rl.run.build`) and trains it (:mod:`her_
 evaluations, atomic checkpoints, the non-finite guard, stopping at the budget, once solved or on a
 signal), and writes ``results.json`` (:mod:`her_rl.run.results`). ``resume=true`` continues the run in
 the folder from its saved config and checkpoint. Algorithms only implement the interface in
-``her_rl/agent.py``.
+``her_rl/agent.py``. The runner only trains: ``load=``, the gate's :class:`~her_rl.run.plan.Evaluation`,
+is handed by her-run and ``her_rl.train`` to the saved side (:mod:`her_rl.saved.evaluate`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from her_rl.folder import checkpoint
 from her_rl.run import requeue, results
 from her_rl.run.build import make_agent
 from her_rl.errors import OutputError, printable
-from her_rl.run.evaluation import evaluate_checkpoint
 from her_rl.run.plan import Evaluation, Plan, gate, given_overrides, plan_run
 from her_rl.config.saved import describe
 from her_rl.rl.utils import set_seed
@@ -35,33 +35,31 @@ __all__ = ["main", "run", "start", "train"]
 
 
 def main(overrides: list[str], out_dir: str | Path | None = None) -> dict[str, Any]:
-    """``her_rl.train`` without its checks of the arguments' types (scripts, tests)."""
+    """``her_rl.train``'s training, without its checks of the arguments' types (scripts, tests)."""
     return start(gate(overrides, out_dir))
 
 
-def start(checked: Plan | Evaluation) -> dict[str, Any]:
-    """What the gate let through: a run trained (its folder released at the end), or ``load=``'s evaluation."""
-    if isinstance(checked, Evaluation):
-        return evaluate_checkpoint(checked.config, checked.out, checked.overrides)
+def start(plan: Plan | Evaluation) -> dict[str, Any]:
+    """The gate's checked plan trained, its folder released at the end."""
+    if isinstance(plan, Evaluation):  # the saved side's, which imports this folder: it cannot be called from here
+        raise TypeError("load= evaluates a saved run: her_rl.train or her_rl.saved.evaluate.evaluate_checkpoint "
+                        "takes it, not the training runner")
     try:
-        return train(checked)
+        return train(plan)
     finally:
-        checked.release()
+        plan.release()
 
 
 def run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None,
         overrides: list[str] | None = None) -> dict[str, Any]:
-    """Train (or, with ``load=PATH``, evaluate) a config composed already (a sweep's job, which Hydra
-    composed; a script's); returns the results dict.
+    """Train a config composed already (a sweep's job, which Hydra composed; a script's); returns the
+    results dict.
 
     ``overrides``: the keys given on the command line; with ``resume`` the run folder's saved
     config is the base and only these are compared with it. None (a config built in Python, not
     through Hydra): the whole config is compared. ``her_rl.run.runner.main`` passes them for you.
     """
-    overrides = given_overrides(overrides)
-    if cfg.get("load"):
-        return evaluate_checkpoint(cfg, out_dir, overrides)
-    return start(plan_run(cfg, out_dir, overrides))
+    return start(plan_run(cfg, out_dir, given_overrides(overrides)))
 
 
 def train(plan: Plan) -> dict[str, Any]:

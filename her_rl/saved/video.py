@@ -2,7 +2,7 @@
 and written as MP4 (imageio with imageio-ffmpeg) or GIF.
 
 ``her-run load=RUN_DIR video=true`` calls :func:`record` with the run's policy
-(:func:`her_rl.run.policy.load`); anything with ``predict(observation, deterministic=True) -> (action, _)``
+(:func:`her_rl.saved.policy.load`); anything with ``predict(observation, deterministic=True) -> (action, _)``
 and ``make_env(render_mode=...)`` works. The ``video`` keys and their checks are
 :mod:`her_rl.config.video`'s.
 """

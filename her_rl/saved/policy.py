@@ -189,7 +189,7 @@ class Policy:
 
 
 def _rebuilt(config: dict[str, Any], state: dict[str, Any], path: str | None) -> Policy:
-    from her_rl.run.build import make_agent
+    from her_rl.run.build import make_agent  # here, as in load: it loads torch
 
     agent = make_agent(config, "cpu", inference=True, state=state, source=Path(path or "pickled policy"), checked=True)
     return Policy(agent, config, Path(path) if path is not None else None)
@@ -199,7 +199,7 @@ def load(path: str | Path, device: str = "cpu") -> Policy:
     """The policy saved in a run folder (or a ``checkpoint.pt``), on ``device`` (``cpu``, ``cuda``,
     ``auto``). A run on your own env (``env.id=your.module:YourEnv-v0``) needs ``import your.module``
     first: loading a checkpoint never imports a module by itself."""
-    from her_rl.run.build import make_agent
+    from her_rl.run.build import make_agent  # here: it loads torch, and her_rl.api imports this module
     from her_rl.config.checks import check_device
     from her_rl.config.saved import check_saved
 
