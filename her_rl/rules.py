@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 import numbers
 import os
@@ -79,7 +80,7 @@ def _nearest(cls: type, what: str) -> dict[str, Any]:
     with one, in field order."""
     found: dict[str, Any] = {}
     for klass in cls.__mro__:
-        own = vars(klass).get("__annotations__", {})  # declared in this class's body, not inherited
+        own = inspect.get_annotations(klass)  # declared in this class's body, not inherited
         for name, field in vars(klass).get("__dataclass_fields__", {}).items():
             if name in own and what in field.metadata:
                 found.setdefault(name, field.metadata[what])

@@ -59,8 +59,9 @@ def test_a_subclass_that_changes_only_a_default_keeps_the_base_rule_and_meaning(
     assert rules_of(KnobDQN)["gamma"] is rules_of(HindsightLearner)["gamma"]
     assert meanings_of(KnobDQN)["gamma"] == meanings_of(HindsightLearner)["gamma"] == "Discount."
     assert "knob" not in rules_of(KnobDQN) and list(rules_of(KnobDQN)) == list(rules_of(HerDQN))
-    with pytest.raises(ConfigError, match=r"^algo\.gamma=1\.5 is not allowed: algo\.gamma must be a number in \(0, 1\]$"):
+    with pytest.raises(ConfigError) as refused:
         KnobDQN.check_config({"gamma": 1.5})
+    assert str(refused.value) == "algo.gamma=1.5 is not allowed: algo.gamma must be a number in (0, 1]"
 
 
 def test_rules_and_meanings_sit_on_the_fields_only():

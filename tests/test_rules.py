@@ -268,7 +268,8 @@ def test_a_setting_holds_its_default_rule_and_meaning_and_a_subclass_keeps_them(
 
     assert NewDefault().lr == 3e-4 and Narrower().k == 2
     assert rules.rules_of(NewDefault) == rules.rules_of(Base) == {"lr": POSITIVE, "k": rules.rules_of(Base)["k"]}
-    assert rules.meanings_of(NewDefault) == rules.meanings_of(Narrower) == {"lr": "Learning rate.", "k": "Goals per step."}
+    words = {"lr": "Learning rate.", "k": "Goals per step."}
+    assert rules.meanings_of(NewDefault) == rules.meanings_of(Narrower) == words
     assert rules.rules_of(Narrower)["k"].allowed == "an integer in [0, 8]"
 
 

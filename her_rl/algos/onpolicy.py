@@ -15,8 +15,8 @@ policy-gradient learner has and builds what they all act and learn with:
     resume     a checkpoint holds the episodes in progress (``CONTINUES_EPISODES``: the env's state
                too, see :mod:`her_rl.envs.state`), so a resumed run ends as one that never stopped.
 
-A learner names itself (``NAME``, its registry name), adds its keys as fields and their rules and its
-checkpoint entries to ``STATE``, and writes ``build`` (optimisers, anything else it trains) and
+A learner names itself (``NAME``, its registry name), adds its keys as fields (``setting``: default,
+rule, meaning) and its checkpoint entries to ``STATE``, and writes ``build`` (optimisers, anything else it trains) and
 ``train_iteration``.
 """
 
