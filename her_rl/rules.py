@@ -4,17 +4,22 @@ A rule names the allowed values (``an integer in [1, 4096]``); a violation is a 
 line naming the key, the value and what is allowed. Types are strict: ``k=1.5`` is refused rather
 than truncated, ``maybe`` is not a boolean, ``1e6`` is a float (write ``1000000``).
 
-Each rule is written once, next to what it configures: an algorithm class declares ``RULES`` (its
-config keys) and, where keys constrain each other, a ``check_values`` classmethod; an env module
-declares the rules of its constructor arguments. ``her_rl.config.schema`` reads them for the command line,
-the constructors call them for Python callers, and the docs' configuration page is generated from them.
+Each rule is written once, on what it configures: a learner's hyperparameter is a dataclass field
+made by :func:`setting` (its default, its rule and what it means), read back by :func:`rules_of` and
+:func:`meanings_of`, and keys that constrain each other are a learner's ``check_config``; an env
+constructor's argument carries its rule in its annotation (``Annotated[int, integer(1, 4096)]``),
+read back by :func:`arg_rules`. ``her_rl.config.schema`` reads them for the command line, the
+constructors call them for Python callers, and the docs' configuration page is generated from them.
 """
-
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import math
 import numbers
 import os
+import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -55,6 +60,49 @@ def check_values(rules: Mapping[str, Rule], values: Mapping[str, Any], prefix: s
     for key, value in values.items():
         if key in rules:
             rules[key].check(f"{prefix}{key}", value)
+
+
+def setting(default: Any, rule: Rule | None = None, doc: str = "") -> Any:
+    """A learner's hyperparameter field: its default (a tuple, never a list: one default shared by every
+    instance), what it may be and what it means. A subclass that redeclares the field with a plain default,
+    or with no ``rule`` or ``doc`` here, keeps the nearest base's (see :func:`rules_of`); a narrower rule
+    there is how a learner takes only some of its base's values."""
+    metadata: dict[str, Any] = {}
+    if rule is not None:
+        metadata["rule"] = rule
+    if doc:
+        metadata["doc"] = doc
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def _nearest(cls: type, what: str) -> dict[str, Any]:
+    """Field -> its ``setting`` ``what`` in the nearest class of ``cls``'s MRO that declares the field
+    with one, in field order."""
+    found: dict[str, Any] = {}
+    for klass in cls.__mro__:
+        own = inspect.get_annotations(klass)  # declared in this class's body, not inherited
+        for name, field in vars(klass).get("__dataclass_fields__", {}).items():
+            if name in own and what in field.metadata:
+                found.setdefault(name, field.metadata[what])
+    return {f.name: found[f.name] for f in dataclasses.fields(cls) if f.name in found}
+
+
+def rules_of(cls: type) -> dict[str, Rule]:
+    """Field -> its rule, as the nearest class declaring one gives it."""
+    return _nearest(cls, "rule")
+
+
+def meanings_of(cls: type) -> dict[str, str]:
+    """Field -> what it means, as the nearest class declaring it with words gives it."""
+    return _nearest(cls, "doc")
+
+
+@functools.lru_cache(maxsize=None)
+def arg_rules(function: Callable) -> dict[str, Rule]:
+    """Parameter -> the rule its ``Annotated`` annotation carries (parameters without one are left out)."""
+    hints = typing.get_type_hints(function, include_extras=True)
+    return {name: extra for name, hint in hints.items() for extra in getattr(hint, "__metadata__", ())
+            if isinstance(extra, Rule)}
 
 
 def _is_int(v: Any) -> bool:

@@ -3,7 +3,7 @@
 What a key may be comes from ``her_rl/config/schema.py`` (the rule the CLI checks), its default from the
 composed config (``her_rl.config.compose.compose``), and its meaning from the YAML comment on its line in
 ``her_rl/conf`` (``key: value  # meaning``, continued on comment lines indented deeper than the key) or,
-for ``algo.*``, from the docstring under the field of the algorithm's class (``her_rl.config.store``),
+for ``algo.*``, from the field of the algorithm's class (``setting``'s meaning, ``her_rl.config.store``),
 and for the push/drag ``env.kwargs``, from ``her_rl/envs/table_settings.py``.
 So the page cannot drift from the code: change a comment or a rule and regenerate.
 
@@ -193,7 +193,7 @@ def summary_line(cls: type) -> str:
 
 
 def as_comment(doc: str) -> str:
-    """A field's docstring in the page's comment style: no capital for a plain word, no final period."""
+    """A field's meaning in the page's comment style: no capital for a plain word, no final period."""
     doc = doc[:-1] if doc.endswith(".") else doc
     return doc[0].lower() + doc[1:] if doc[:2].istitle() and doc[:2].isalpha() else doc
 
@@ -309,8 +309,8 @@ def render() -> str:
         "[Sweeps](sweeps.md).",
         "",
         "This page is generated from the code: the rules from `her_rl/config/schema.py`, the defaults from the "
-        "composed config (an algorithm's are its class's fields), the meanings from the docstrings of the "
-        "algorithm classes' fields, from `her_rl/envs/table_settings.py` (push, drag) and from the comments "
+        "composed config (an algorithm's are its class's fields), the meanings from the algorithm classes' "
+        "fields, from `her_rl/envs/table_settings.py` (push, drag) and from the comments "
         "in `her_rl/conf/**/*.yaml`.",
         "",
         *_top_section(defaults),

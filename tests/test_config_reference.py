@@ -64,7 +64,7 @@ def test_every_algo_key_has_default_rule_and_meaning(ref, page):
         for key, rule in algo_rules(name).items():
             _, default, allowed, meaning = _row(page, f"algo-{name}", key)
             assert allowed == rule.allowed.replace("|", "\\|"), (name, key)
-            assert meaning, f"algo.{key} of {name} has no docstring under its field"
+            assert meaning, f"algo.{key} of {name} has no meaning on its field"
             assert default == f"`{ref.show(cfg[key])}`", (name, key)
 
 
@@ -117,16 +117,13 @@ def test_a_changed_comment_changes_the_page(ref, monkeypatch, tmp_path):
     assert _row(ref.render(), "env-deep_sea", "env.kwargs.mapping_seed")[3].startswith("the task's seed: it fixes")
 
 
-def test_a_changed_field_docstring_changes_the_page(ref, monkeypatch):
-    from her_rl.config import store
+def test_a_changed_field_meaning_changes_the_page(ref, monkeypatch):
+    import copy
+    from types import MappingProxyType
+
     from her_rl.algos.hindsight import HindsightLearner
 
-    docs = store._class_docs
-
-    def changed(cls):
-        own = dict(docs(cls))
-        if cls is HindsightLearner:
-            own["gamma"] = "how much later rewards count"
-        return own
-    monkeypatch.setattr(store, "_class_docs", changed)
+    changed = copy.copy(HindsightLearner.__dataclass_fields__["gamma"])
+    changed.metadata = MappingProxyType({**changed.metadata, "doc": "how much later rewards count"})
+    monkeypatch.setitem(HindsightLearner.__dataclass_fields__, "gamma", changed)
     assert _row(ref.render(), "algo-her_dqn", "gamma")[1:] == ["`0.98`", "a number in (0, 1]", "how much later rewards count"]

@@ -1,18 +1,25 @@
 """The configs taken from the code: algo=NAME is the algorithm class's fields, push/drag kwargs the
 table tasks' defaults. One default per value, whoever builds the agent or env."""
 
+import ast
+import importlib
+import pkgutil
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
+import her_rl.algos
 from her_rl.config import store, registry
 from her_rl.algos.her_dqn import HerDQN
+from her_rl.algos.hindsight import HindsightLearner
 from her_rl.algos.base import RUNTIME_ARGS
 from her_rl.config import registry
 from her_rl.config.registry import ALGOS, AlgoInfo, resolve_target, target_of
 from her_rl.config.compose import compose
+from her_rl.errors import ConfigError
+from her_rl.rules import meanings_of, rules_of, setting
 
 
 def _composed_algo(*overrides: str) -> dict:
@@ -44,8 +51,31 @@ def test_a_learner_that_changes_a_default_keeps_the_base_words_unless_it_writes_
 class KnobDQN(HerDQN):
     NAME = "knob_dqn"
 
-    knob: int = 3
-    """A knob only this test has."""
+    knob: int = setting(3, doc="A knob only this test has.")
+    gamma: float = 0.9  # only a new default: the base's rule and words stay
+
+
+def test_a_subclass_that_changes_only_a_default_keeps_the_base_rule_and_meaning():
+    assert rules_of(KnobDQN)["gamma"] is rules_of(HindsightLearner)["gamma"]
+    assert meanings_of(KnobDQN)["gamma"] == meanings_of(HindsightLearner)["gamma"] == "Discount."
+    assert "knob" not in rules_of(KnobDQN) and list(rules_of(KnobDQN)) == list(rules_of(HerDQN))
+    with pytest.raises(ConfigError) as refused:
+        KnobDQN.check_config({"gamma": 1.5})
+    assert str(refused.value) == "algo.gamma=1.5 is not allowed: algo.gamma must be a number in (0, 1]"
+
+
+def test_rules_and_meanings_sit_on_the_fields_only():
+    for info in pkgutil.iter_modules(her_rl.algos.__path__):
+        module = importlib.import_module(f"her_rl.algos.{info.name}")
+        for name, value in vars(module).items():
+            assert not name.endswith("RULES"), f"her_rl.algos.{info.name}.{name}"
+            if isinstance(value, type):
+                assert not hasattr(value, "RULES"), f"her_rl.algos.{info.name}.{name}"
+    tree = ast.parse(Path(store.__file__).read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not imported & {"ast", "inspect", "textwrap"}, imported
 
 
 @pytest.fixture

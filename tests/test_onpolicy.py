@@ -20,6 +20,7 @@ from her_rl.algos.rnd_ppo import RNDPPO
 from her_rl.algos.rollout import RolloutCollector
 from her_rl.envs import make_vec
 from her_rl.errors import ConfigError
+from her_rl.rules import rules_of
 from her_rl.config.registry import build_agent
 
 CARTPOLE = {"name": "cartpole", "id": "CartPole-v1", "kwargs": {}, "solved_return": 475}
@@ -273,8 +274,9 @@ def test_python_built_learner_refuses_a_bad_value_with_the_command_line_text(cls
 def test_every_config_key_has_a_rule_and_every_rule_a_key(name, cls):
     from her_rl.config.registry import accepted_params
 
-    assert sorted(accepted_params(name)) == sorted(cls.RULES)
-    cls.check_config({k: getattr(cls, k) for k in cls.RULES})  # the defaults meet the rules
+    rules = rules_of(cls)
+    assert sorted(accepted_params(name)) == sorted(rules)
+    cls.check_config({k: getattr(cls, k) for k in rules})  # the defaults meet the rules
 
 
 def test_rnd_ppo_check_refuses_gamma_naming_its_two_discounts():

@@ -248,3 +248,40 @@ def test_check_path_refuses_a_long_path():
 
 def test_rule_errors_are_config_errors_module_wide():
     assert issubclass(rules.RuleError, ConfigError) and issubclass(ConfigError, ValueError)
+
+
+def test_a_setting_holds_its_default_rule_and_meaning_and_a_subclass_keeps_them():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Base:
+        lr: float = rules.setting(1e-3, POSITIVE, "Learning rate.")
+        k: int = rules.setting(4, integer(0), "Goals per step.")
+
+    @dataclass
+    class NewDefault(Base):
+        lr: float = 3e-4  # a plain default: the base's rule and meaning stay
+
+    @dataclass
+    class Narrower(Base):
+        k: int = rules.setting(2, integer(0, 8))  # takes only some of the base's values; the base's words
+
+    assert NewDefault().lr == 3e-4 and Narrower().k == 2
+    assert rules.rules_of(NewDefault) == rules.rules_of(Base) == {"lr": POSITIVE, "k": rules.rules_of(Base)["k"]}
+    words = {"lr": "Learning rate.", "k": "Goals per step."}
+    assert rules.meanings_of(NewDefault) == rules.meanings_of(Narrower) == words
+    assert rules.rules_of(Narrower)["k"].allowed == "an integer in [0, 8]"
+
+
+def test_env_constructor_rules_sit_on_their_annotations():
+    from her_rl.config.schema import ENV_KWARGS, TOP
+    from her_rl.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
+    from her_rl.envs.deep_sea import DeepSeaEnv, DeepSeaVectorEnv
+
+    assert {k: r.allowed for k, r in rules.arg_rules(BitFlipEnv.__init__).items()} == {"n": "an integer in [1, 4096]"}
+    assert rules.arg_rules(DeepSeaEnv.__init__) == rules.arg_rules(DeepSeaVectorEnv.__init__)
+    assert set(rules.arg_rules(DeepSeaEnv.__init__)) == {"size", "mapping_seed"}
+    assert TOP["n"] is rules.arg_rules(BitFlipVectorEnv.__init__)["n"] is ENV_KWARGS["her_rl/BitFlip-v0"]["n"]
+    assert TOP["size"] is ENV_KWARGS["her_rl/DeepSea-v0"]["size"]
+    with pytest.raises(ConfigError, match=r"^n=0 is not allowed: n must be an integer in \[1, 4096\]$"):
+        BitFlipVectorEnv(2, n=0)

@@ -128,11 +128,14 @@ def test_shipped_configs_pass(overrides):
 
 
 def test_her_dqn_accepts_constructor_keys_without_a_rule(monkeypatch):
+    import copy
+    from types import MappingProxyType
+
     from her_rl.algos.her_dqn import HerDQN
 
-    rules = dict(HerDQN.RULES)
-    rules.pop("epsilon")  # as if epsilon were a key added to HerDQN without a rule
-    monkeypatch.setattr(HerDQN, "RULES", rules)
+    bare = copy.copy(HerDQN.__dataclass_fields__["epsilon"])
+    bare.metadata = MappingProxyType({})  # as if epsilon were a key added to HerDQN without a rule
+    monkeypatch.setitem(HerDQN.__dataclass_fields__, "epsilon", bare)
     validate(compose(["algo.epsilon=7"]))  # passes through unchecked, the constructor has it
     with pytest.raises(ConfigError, match="no parameter"):
         validate(compose(["+algo.epsilonn=0.1"]))

@@ -2,8 +2,10 @@
 on-policy ones (her_rl/algos/onpolicy.py).
 
 A learner is a dataclass of its hyperparameters: the fields are the constructor's keywords, so the
-config keys the registry accepts are read from them, and ``RULES`` (config key -> rule) says what
-each may be. Besides its keys a learner declares what a checkpoint holds, ``STATE``: attribute names
+config keys the registry accepts are read from them, and each is declared once, by
+``her_rl.rules.setting``: its default, what it may be (its rule) and what it means. A subclass that
+only changes a default keeps its base's rule and words; ``check_config`` adds the checks of keys that
+constrain each other. Besides its keys a learner declares what a checkpoint holds, ``STATE``: attribute names
 (a dotted name reaches into an attribute), each a module, optimiser, tensor, random generator,
 counter or anything else with ``state_dict``/``load_state_dict``. An entry is saved under its name
 (dots as underscores) unless ``SAVED_AS`` gives the key earlier versions wrote, so their checkpoints
@@ -24,7 +26,7 @@ import torch
 
 from her_rl.envs.probe import EnvSpaces, probe_env
 from her_rl.rl.memory import check_env_copies
-from her_rl.rules import Rule, check_values
+from her_rl.rules import check_values, rules_of
 
 
 RUNTIME_ARGS = ("env", "seed", "device", "inference", "checked")
@@ -40,7 +42,6 @@ class Learner:
     optimiser step and the declared checkpoint state (see the module's docstring)."""
 
     NAME: ClassVar[str] = "learner"
-    RULES: ClassVar[dict[str, Rule]] = {}
     STATE: ClassVar[tuple[str, ...]] = ()
     SAVED_AS: ClassVar[dict[str, str]] = {}
     """Entry -> its checkpoint key, where that is not the entry's own name."""
@@ -61,7 +62,7 @@ class Learner:
     def check_config(cls, values: dict[str, Any]) -> None:
         """Raise a one-line ConfigError unless ``values`` (config keys) meet the rules; keys
         without a rule are left to the registry's key check."""
-        check_values(cls.RULES, values)
+        check_values(rules_of(cls), values)
 
     def __post_init__(self) -> None:
         if not self.checked:  # a planned run's values were checked once, by its plan

@@ -36,7 +36,7 @@ from her_rl.algos.her_sac import SoftActorCritic
 from her_rl.algos.hindsight import HindsightLearner
 from her_rl.algos.parallel_update import ParallelUpdate
 from her_rl.rl.batch_renorm import RenormCritic
-from her_rl.rules import CRITIC_THREADS, UNIT_OPEN_CLOSED, Rule, integer, real
+from her_rl.rules import CRITIC_THREADS, UNIT_OPEN_CLOSED, integer, real, setting
 
 
 @dataclass(eq=False)
@@ -47,26 +47,25 @@ class HerCrossQ(SoftActorCritic):
     TARGETS: ClassVar[dict[str, str]] = {}
     STATE = ("actor", "q1", "q2", "actor_optimizer", "critic_optimizer", "alpha_optimizer", "log_alpha", "generator",
              *HindsightLearner.STATE)
-    RULES: ClassVar[dict[str, Rule]] = {
-        **SoftActorCritic.RULES, "critic_threads": CRITIC_THREADS, "policy_delay": integer(1, 1000),
-        "adam_beta1": real(0, 1, hi_open=True), "renorm_momentum": UNIT_OPEN_CLOSED, "renorm_warmup": integer(0),
-    }
 
-    hidden: tuple[int, ...] = (256, 256)
-    """Hidden layers (ReLU) of the actor and of both critics (the paper: a 256 x 256 actor, 2048 x 2048 critics)."""
-    critic_threads: int = 1
-    """2: the twin critics' passes run side by side, a critic per CPU thread (same numbers; faster with a second
-    core free; leave threads at 1 with it)."""
-    policy_delay: int = 3
-    """Critic updates per actor (and temperature) update."""
-    adam_beta1: float = 0.5
-    """Adam's first-moment decay for every optimiser (the paper's 0.5; Adam's default is 0.9)."""
-    renorm_momentum: float = 0.01
-    """How far the critics' running mean and variance move towards each batch's."""
-    renorm_warmup: int = 100_000
-    """Gradient steps of plain batch normalisation before the renormalisation corrections start."""
-    clip_target: bool = True
-    """Bound the bootstrap to the returns the env's reward range allows (before the entropy bonus)."""
+    hidden: tuple[int, ...] = setting((256, 256),
+                                      doc="Hidden layers (ReLU) of the actor and of both critics (the paper: a 256 x "
+                                          "256 actor, 2048 x 2048 critics).")
+    critic_threads: int = setting(1, CRITIC_THREADS,
+                                  "2: the twin critics' passes run side by side, a critic per CPU thread (same "
+                                  "numbers; faster with a second core free; leave threads at 1 with it).")
+    policy_delay: int = setting(3, integer(1, 1000), "Critic updates per actor (and temperature) update.")
+    adam_beta1: float = setting(0.5, real(0, 1, hi_open=True),
+                                "Adam's first-moment decay for every optimiser (the paper's 0.5; Adam's default is "
+                                "0.9).")
+    renorm_momentum: float = setting(0.01, UNIT_OPEN_CLOSED,
+                                     "How far the critics' running mean and variance move towards each batch's.")
+    renorm_warmup: int = setting(100_000, integer(0),
+                                 "Gradient steps of plain batch normalisation before the renormalisation corrections "
+                                 "start.")
+    clip_target: bool = setting(True,
+                                doc="Bound the bootstrap to the returns the env's reward range allows (before the "
+                                    "entropy bonus).")
 
     def build_critics(self) -> None:
         self.twin_critics(lambda: RenormCritic(self.inputs.dim, self.act_dim, self.hidden, self.renorm_momentum,

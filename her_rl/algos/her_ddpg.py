@@ -22,7 +22,7 @@ transition is terminal only where the env's own ``compute_terminated`` says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ from her_rl.algos.hindsight import HindsightLearner
 from her_rl.rl.nets import Critic, mlp
 from her_rl.rl.noise import GaussianNoise, OUNoise
 from her_rl.rl.updates import frozen
-from her_rl.rules import NON_NEGATIVE, POSITIVE, UNIT, Rule, choice
+from her_rl.rules import NON_NEGATIVE, POSITIVE, UNIT, choice, setting
 
 NOISES = ("gaussian", "ou")
 
@@ -91,23 +91,14 @@ class HerDDPG(HindsightLearner):
     LEGACY_KEYS = {"noise": "exploration"}  # what earlier versions saved the exploration as
     STATE = ("actor", "actor_target", "critic", "critic_target", "actor_optimizer", "critic_optimizer", "exploration",
              *HindsightLearner.STATE)
-    RULES: ClassVar[dict[str, Rule]] = {  # HER-TD3 inherits these: a deterministic actor explored around
-        **HindsightLearner.RULES, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "random_eps": UNIT,
-        "noise": choice(*NOISES), "noise_eps": NON_NEGATIVE, "action_l2": NON_NEGATIVE,
-    }
 
-    actor_lr: float = 1e-3
-    """Adam learning rate of the actor."""
-    critic_lr: float = 1e-3
-    """Adam learning rate of the critic(s)."""
-    random_eps: float = 0.3
-    """Share of uniformly random actions while collecting."""
-    noise: str = "gaussian"
-    """gaussian | ou (Ornstein-Uhlenbeck, theta 0.15, dt 0.01, restarted each cycle)."""
-    noise_eps: float = 0.2
-    """Noise std (OU: sigma) in half-ranges of the action box."""
-    action_l2: float = 1.0
-    """L2 penalty on the actor's actions (in [-1, 1], before rescaling)."""
+    actor_lr: float = setting(1e-3, POSITIVE, "Adam learning rate of the actor.")
+    critic_lr: float = setting(1e-3, POSITIVE, "Adam learning rate of the critic(s).")
+    random_eps: float = setting(0.3, UNIT, "Share of uniformly random actions while collecting.")
+    noise: str = setting("gaussian", choice(*NOISES),
+                         "gaussian | ou (Ornstein-Uhlenbeck, theta 0.15, dt 0.01, restarted each cycle).")
+    noise_eps: float = setting(0.2, NON_NEGATIVE, "Noise std (OU: sigma) in half-ranges of the action box.")
+    action_l2: float = setting(1.0, NON_NEGATIVE, "L2 penalty on the actor's actions (in [-1, 1], before rescaling).")
 
     def build(self) -> None:
         self.build_actor()

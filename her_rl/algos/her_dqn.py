@@ -29,7 +29,7 @@ Departures from the paper's bit-flip setup (Andrychowicz et al. 2017), all confi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from her_rl.algos.hindsight import HindsightLearner
 from her_rl.errors import ConfigError
 from her_rl.rl.nets import ElementwiseDuelingQ, ElementwiseQ, mlp
-from her_rl.rules import BOOL, POSITIVE, UNIT, Rule, choice
+from her_rl.rules import BOOL, POSITIVE, UNIT, choice, setting
 
 NETWORKS = ("mlp", "elementwise", "elementwise_dueling")
 
@@ -50,27 +50,23 @@ class HerDQN(HindsightLearner):
     NAME = "her_dqn"
     TARGETS = {"q": "q_target"}
     STATE = ("q", "q_target", "optimizer", *HindsightLearner.STATE)
-    RULES: ClassVar[dict[str, Rule]] = {**HindsightLearner.RULES, "network": choice(*NETWORKS), "lr": POSITIVE,
-                                        "double_dqn": BOOL, "epsilon": UNIT}
 
-    hidden: Sequence[int] = (256, 256)
-    """Q-network hidden layers (paper: one layer of 256; two needed fewer env steps at n=30); with
-    network=elementwise, the widths of the shared per-element layers."""
-    network: str = "mlp"
-    """mlp | elementwise: one small network shared by every element, fed (observation bit, goal bit) plus the
-    mean over all elements after each layer (ElementwiseQ); for envs where action i acts on element i of
-    observation and goal (bit-flip), refused elsewhere; elementwise_dueling: the same elements, each action's
-    advantage from its own element alone plus a value of all of them (ElementwiseDuelingQ), which keeps the
-    right flip ahead at starts hundreds of bits from the goal."""
-    lr: float = 1e-3
-    """Adam learning rate."""
+    hidden: Sequence[int] = setting((256, 256),
+                                    doc="Q-network hidden layers (paper: one layer of 256; two needed fewer env steps "
+                                        "at n=30); with network=elementwise, the widths of the shared per-element "
+                                        "layers.")
+    network: str = setting("mlp", choice(*NETWORKS),
+                           "mlp | elementwise: one small network shared by every element, fed (observation bit, goal "
+                           "bit) plus the mean over all elements after each layer (ElementwiseQ); for envs where "
+                           "action i acts on element i of observation and goal (bit-flip), refused elsewhere; "
+                           "elementwise_dueling: the same elements, each action's advantage from its own element "
+                           "alone plus a value of all of them (ElementwiseDuelingQ), which keeps the right flip ahead "
+                           "at starts hundreds of bits from the goal.")
+    lr: float = setting(1e-3, POSITIVE, "Adam learning rate.")
     batch_size: int = 128
-    polyak: float = 0.5
-    """Target decay after each cycle (paper: 0.95; 0.5 needed ~3x fewer steps at n=30)."""
-    double_dqn: bool = True
-    """Double-DQN targets."""
-    epsilon: float = 0.2
-    """Epsilon-greedy exploration while collecting."""
+    polyak: float = setting(0.5, doc="Target decay after each cycle (paper: 0.95; 0.5 needed ~3x fewer steps at n=30).")
+    double_dqn: bool = setting(True, BOOL, "Double-DQN targets.")
+    epsilon: float = setting(0.2, UNIT, "Epsilon-greedy exploration while collecting.")
 
     def build(self) -> None:
         self.n_actions = int(self.action_space.n)

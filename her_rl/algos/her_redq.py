@@ -23,7 +23,7 @@ hindsight learner, not after each update.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 
@@ -32,7 +32,7 @@ from her_rl.algos.hindsight import HindsightLearner
 from her_rl.errors import ConfigError
 from her_rl.rl.nets import EnsembleCritic
 from her_rl.rl.updates import frozen
-from her_rl.rules import BOOL, Rule, integer
+from her_rl.rules import BOOL, integer, setting
 
 
 @dataclass(eq=False)
@@ -43,18 +43,14 @@ class HerREDQ(SoftActorCritic):
     TARGETS = {"critics": "critics_target"}
     STATE = ("actor", "critics", "critics_target", "actor_optimizer", "critic_optimizer", "alpha_optimizer",
              "log_alpha", "generator", *HindsightLearner.STATE)
-    RULES: ClassVar[dict[str, Rule]] = {**SoftActorCritic.RULES, "ensemble": integer(2, 100),
-                                        "subset": integer(1, 100), "layer_norm": BOOL}
 
-    ensemble: int = 10
-    """Critics in the ensemble, all trained towards the same target."""
-    subset: int = 2
-    """Target critics whose minimum makes the target, drawn afresh for every update."""
-    layer_norm: bool = True
-    """LayerNorm after each hidden layer of every critic."""
-    clip_target: bool = True
-    """Bound the bootstrapped Q to [-1/(1-gamma), 0], the range a -1/0 reward allows (before the entropy
-    bonus)."""
+    ensemble: int = setting(10, integer(2, 100), "Critics in the ensemble, all trained towards the same target.")
+    subset: int = setting(2, integer(1, 100),
+                          "Target critics whose minimum makes the target, drawn afresh for every update.")
+    layer_norm: bool = setting(True, BOOL, "LayerNorm after each hidden layer of every critic.")
+    clip_target: bool = setting(True,
+                                doc="Bound the bootstrapped Q to [-1/(1-gamma), 0], the range a -1/0 reward allows "
+                                    "(before the entropy bonus).")
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ from her_rl.algos.parallel_update import ParallelUpdate, check_actor_half
 from her_rl.rl.actions import ContinuousAction, NormalPolicyHead
 from her_rl.rl.nets import Critic, mlp
 from her_rl.rl.updates import frozen
-from her_rl.rules import BOOL, CRITIC_THREADS, POSITIVE, Rule, choice, optional, real
+from her_rl.rules import BOOL, CRITIC_THREADS, POSITIVE, choice, optional, real, setting
 
 
 class Actor(nn.Module):
@@ -61,23 +61,14 @@ class SoftActorCritic(HindsightLearner):
     A learner builds its critics in :meth:`build_critics` and writes :meth:`update`."""
 
     CONTINUOUS = True
-    RULES: ClassVar[dict[str, Rule]] = {
-        **HindsightLearner.RULES, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "alpha_lr": POSITIVE,
-        "alpha_init": POSITIVE, "autotune": BOOL, "target_entropy": optional(real()),
-    }
 
-    actor_lr: float = 1e-3
-    """Adam learning rate of the policy."""
-    critic_lr: float = 1e-3
-    """Adam learning rate of the critics."""
-    alpha_lr: float = 1e-3
-    """Adam learning rate of log(alpha)."""
-    alpha_init: float = 1.0
-    """Initial entropy temperature."""
-    autotune: bool = True
-    """Tune alpha towards target_entropy; false: alpha stays alpha_init."""
-    target_entropy: float | None = None
-    """Entropy the temperature aims at; null: -(action dimensions)."""
+    actor_lr: float = setting(1e-3, POSITIVE, "Adam learning rate of the policy.")
+    critic_lr: float = setting(1e-3, POSITIVE, "Adam learning rate of the critics.")
+    alpha_lr: float = setting(1e-3, POSITIVE, "Adam learning rate of log(alpha).")
+    alpha_init: float = setting(1.0, POSITIVE, "Initial entropy temperature.")
+    autotune: bool = setting(True, BOOL, "Tune alpha towards target_entropy; false: alpha stays alpha_init.")
+    target_entropy: float | None = setting(None, optional(real()),
+                                           "Entropy the temperature aims at; null: -(action dimensions).")
 
     def build(self) -> None:
         self.target_entropy = -float(self.act_dim) if self.target_entropy is None else float(self.target_entropy)
@@ -136,23 +127,20 @@ class HerSAC(SoftActorCritic):
     TARGETS = {"q1": "q1_target", "q2": "q2_target"}
     STATE = ("actor", "q1", "q2", "q1_target", "q2_target", "actor_optimizer", "critic_optimizer",
              "alpha_optimizer", "log_alpha", "generator", *HindsightLearner.STATE)
-    RULES: ClassVar[dict[str, Rule]] = {
-        **SoftActorCritic.RULES, "critic_threads": CRITIC_THREADS, "simultaneous": BOOL,
-        "actor_half": choice("thread", "process"),
-    }
 
-    clip_target: bool = False
-    """Clip Q targets to [-1/(1-gamma), 0] (the entropy bonus leaves that range)."""
-    critic_threads: int = 1
-    """2: the twin critics' passes run side by side, a critic per CPU thread (same numbers; faster with a second
-    core free; leave threads at 1 with it). With simultaneous, the critics' half and the actor's half do."""
-    simultaneous: bool = False
-    """All of an update's gradients from the parameters before it (the actor climbs the critics before their
-    step), which lets critic_threads 2 run the critics' and the actor's halves side by side."""
-    actor_half: str = "thread"
-    """With simultaneous and critic_threads 2, where the actor's half runs: thread (a second thread of this
-    process) or process (a forked copy of it sharing the weights, where the halves do not slow each other;
-    Linux only). The same numbers either way."""
+    clip_target: bool = setting(False, doc="Clip Q targets to [-1/(1-gamma), 0] (the entropy bonus leaves that range).")
+    critic_threads: int = setting(1, CRITIC_THREADS,
+                                  "2: the twin critics' passes run side by side, a critic per CPU thread (same "
+                                  "numbers; faster with a second core free; leave threads at 1 with it). With "
+                                  "simultaneous, the critics' half and the actor's half do.")
+    simultaneous: bool = setting(False, BOOL,
+                                 "All of an update's gradients from the parameters before it (the actor climbs the "
+                                 "critics before their step), which lets critic_threads 2 run the critics' and the "
+                                 "actor's halves side by side.")
+    actor_half: str = setting("thread", choice("thread", "process"),
+                              "With simultaneous and critic_threads 2, where the actor's half runs: thread (a second "
+                              "thread of this process) or process (a forked copy of it sharing the weights, where the "
+                              "halves do not slow each other; Linux only). The same numbers either way.")
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:

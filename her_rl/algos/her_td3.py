@@ -19,7 +19,6 @@ actions (``action_l2``); three hidden layers of 256, as HER-DDPG's, not 400 and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
@@ -27,7 +26,7 @@ from her_rl.algos.her_ddpg import HerDDPG
 from her_rl.algos.hindsight import HindsightLearner
 from her_rl.algos.parallel_update import ParallelUpdate
 from her_rl.rl.nets import Critic
-from her_rl.rules import CRITIC_THREADS, NON_NEGATIVE, Rule, integer
+from her_rl.rules import CRITIC_THREADS, NON_NEGATIVE, integer, setting
 
 
 @dataclass(eq=False)
@@ -38,18 +37,16 @@ class HerTD3(HerDDPG):
     TARGETS = {"actor": "actor_target", "q1": "q1_target", "q2": "q2_target"}
     STATE = ("actor", "actor_target", "q1", "q2", "q1_target", "q2_target", "actor_optimizer", "critic_optimizer",
              "exploration", "generator", *HindsightLearner.STATE)
-    RULES: ClassVar[dict[str, Rule]] = {**HerDDPG.RULES, "target_noise": NON_NEGATIVE, "noise_clip": NON_NEGATIVE,
-                                        "policy_delay": integer(1, 1000), "critic_threads": CRITIC_THREADS}
 
-    target_noise: float = 0.2
-    """Std of the Gaussian noise on the target actor's action (target policy smoothing), in [-1, 1] units."""
-    noise_clip: float = 0.5
-    """That noise is clipped to [-noise_clip, noise_clip]."""
-    policy_delay: int = 2
-    """The actor steps on every policy_delay-th update only (the critics on every one)."""
-    critic_threads: int = 1
-    """2: the twin critics' passes run side by side, a critic per CPU thread (same numbers; faster with a second
-    core free; leave threads at 1 with it)."""
+    target_noise: float = setting(0.2, NON_NEGATIVE,
+                                  "Std of the Gaussian noise on the target actor's action (target policy smoothing), "
+                                  "in [-1, 1] units.")
+    noise_clip: float = setting(0.5, NON_NEGATIVE, "That noise is clipped to [-noise_clip, noise_clip].")
+    policy_delay: int = setting(2, integer(1, 1000),
+                                "The actor steps on every policy_delay-th update only (the critics on every one).")
+    critic_threads: int = setting(1, CRITIC_THREADS,
+                                  "2: the twin critics' passes run side by side, a critic per CPU thread (same "
+                                  "numbers; faster with a second core free; leave threads at 1 with it).")
 
     def build(self) -> None:
         self.build_actor()

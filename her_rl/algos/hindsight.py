@@ -37,8 +37,8 @@ from her_rl.algos.cycle import cycle_envs, cycle_episodes, cycle_result, updates
 from her_rl.errors import ConfigError
 from her_rl.rl.her import PRIORITIES, STRATEGIES
 from her_rl.rl.updates import clip_to_return_range, polyak_update, td_target, update_precision
-from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, Rule, choice,
-                          integer, optional)
+from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, choice,
+                          integer, optional, setting)
 from her_rl.envs.probe import EnvSpaces
 from her_rl.rl.goal import (GoalInputs, action_space_for, batch_tensors, collect_episodes, episode_bytes,
                             hindsight_memory, to_env_actions)
@@ -58,68 +58,62 @@ class HindsightLearner(Learner):
     SAVED_AS = {"np_generator": "rng"}
     OPTIONAL = ("memory",)  # a run with checkpoint.save_replay=false saves none
     CLIP_KEY = "grad_clip"
-    RULES: ClassVar[dict[str, Rule]] = {  # what each key below may be; a learner adds its own keys' rules
-        "strategy": choice(*STRATEGIES), "k": integer(0), "random_mix": UNIT, "hidden": HIDDEN,
-        "gamma": UNIT_OPEN_CLOSED, "batch_size": COUNT, "buffer_size": COUNT, "episodes_per_cycle": optional(integer(1, MAX_ENVS)),
-        "updates_per_cycle": COUNT, "updates_per_step": optional(POSITIVE), "n_step": integer(1, 1000), "polyak": UNIT,
-        "tau": optional(UNIT_OPEN_CLOSED), "prioritize": choice(*PRIORITIES), "clip_energy": POSITIVE,
-        "energy_dt": POSITIVE,
-        "clip_target": BOOL, "grad_clip": GRAD_NORM, "normalize": choice("auto", True, False), "norm_clip": POSITIVE,
-        "precision": choice(*PRECISIONS),
-    }
 
-    strategy: str = "future"
-    """Which achieved goals relabel a transition (the strategies of her_rl/rl/her.py); none: no relabelling."""
-    k: int = 4
-    """Relabelled goals per real one (relabel probability k/(k+1))."""
-    random_mix: float = 0.0
-    """Share of the relabelled goals drawn as `random` draws them (from any stored step), whatever the strategy:
-    goals at distances the episode itself never travelled."""
-    prioritize: str = "none"
-    """Which stored episodes a batch draws from: none, uniformly over steps; energy, in proportion to the
-    trajectory energy of the object the achieved goals track (Zhao and Tresp 2018; her_rl/rl/her.py)."""
-    clip_energy: float = 0.5
-    """With prioritize=energy: the clip of each step's energy gain (the paper's 0.5 on Fetch)."""
-    energy_dt: float = 0.04
-    """With prioritize=energy: seconds between two env steps, for the object's speed (Fetch: 0.04)."""
-    hidden: Sequence[int] = (256, 256, 256)
-    """Hidden layers (ReLU) of the actor and of every critic; the actor ends in tanh or a squashed Gaussian."""
-    gamma: float = 0.98
-    """Discount."""
-    batch_size: int = 256
-    """Transitions per gradient step."""
-    buffer_size: int = 1_000_000
-    """Replay capacity in transitions."""
-    episodes_per_cycle: int | None = None
-    """Episodes per cycle, played in parallel in one batched env; null: from the episode length, the HER paper's
-    16 episodes (8 workers x 2) up to 50 steps, else as many as make about 800 env steps (a 300-step env: 3)."""
-    updates_per_cycle: int = 40
-    """Gradient steps per cycle of up to 16 x 50 env steps; a cycle of longer episodes gets as many per 800 env
-    steps it collected, so a 300-step env has the update-to-data ratio of a 50-step one."""
-    updates_per_step: float | None = None
-    """When set, gradient steps per env step collected (SB3's SAC does 1.0); replaces updates_per_cycle."""
-    n_step: int = 1
-    """N-step returns under the relabelled goal: rewards recomputed with compute_reward for up to n steps, cut at
-    the episode's end or its first terminal step; the target is that return plus gamma^steps times the bootstrap
-    (no off-policy correction); 1: the one-step target."""
-    polyak: float = 0.95
-    """Decay of every target network after each cycle (not a per-step tau)."""
-    tau: float | None = None
-    """When set, every target network moves by tau towards its online network after each gradient step
-    (SB3's soft update, 0.005), so the targets keep pace however many updates a cycle has; replaces polyak."""
-    clip_target: bool = True
-    """Clip Q targets to [-1/(1-gamma), 0], the range a -1/0 reward allows."""
-    grad_clip: float | None = None
-    """Max gradient norm of each optimiser's step (null: no clipping)."""
-    normalize: str | bool = "auto"
-    """Inputs whitened with running mean/std of the stored observations and goals (the paper's: raw values
-    clipped to +-200, std floored at 0.01); auto: on unless observation and goals are bits, which enter as exact
-    +-1."""
-    norm_clip: float = 5.0
-    """Whitened inputs are clipped to [-norm_clip, norm_clip]."""
-    precision: str = "float32"
-    """bfloat16: the update's matrix products run through torch.autocast (parameters, Adam state and loss stay
-    float32); faster only on CPUs with AMX / AVX512-BF16, slower elsewhere."""
+    strategy: str = setting("future", choice(*STRATEGIES),
+                            "Which achieved goals relabel a transition (the strategies of her_rl/rl/her.py); none: no "
+                            "relabelling.")
+    k: int = setting(4, integer(0), "Relabelled goals per real one (relabel probability k/(k+1)).")
+    random_mix: float = setting(0.0, UNIT,
+                                "Share of the relabelled goals drawn as `random` draws them (from any stored step), "
+                                "whatever the strategy: goals at distances the episode itself never travelled.")
+    prioritize: str = setting("none", choice(*PRIORITIES),
+                              "Which stored episodes a batch draws from: none, uniformly over steps; energy, in "
+                              "proportion to the trajectory energy of the object the achieved goals track (Zhao and "
+                              "Tresp 2018; her_rl/rl/her.py).")
+    clip_energy: float = setting(0.5, POSITIVE,
+                                 "With prioritize=energy: the clip of each step's energy gain (the paper's 0.5 on "
+                                 "Fetch).")
+    energy_dt: float = setting(0.04, POSITIVE,
+                               "With prioritize=energy: seconds between two env steps, for the object's speed (Fetch: "
+                               "0.04).")
+    hidden: Sequence[int] = setting((256, 256, 256), HIDDEN,
+                                    "Hidden layers (ReLU) of the actor and of every critic; the actor ends in tanh or "
+                                    "a squashed Gaussian.")
+    gamma: float = setting(0.98, UNIT_OPEN_CLOSED, "Discount.")
+    batch_size: int = setting(256, COUNT, "Transitions per gradient step.")
+    buffer_size: int = setting(1_000_000, COUNT, "Replay capacity in transitions.")
+    episodes_per_cycle: int | None = setting(None, optional(integer(1, MAX_ENVS)),
+                                             "Episodes per cycle, played in parallel in one batched env; null: from "
+                                             "the episode length, the HER paper's 16 episodes (8 workers x 2) up to "
+                                             "50 steps, else as many as make about 800 env steps (a 300-step env: 3).")
+    updates_per_cycle: int = setting(40, COUNT,
+                                     "Gradient steps per cycle of up to 16 x 50 env steps; a cycle of longer episodes "
+                                     "gets as many per 800 env steps it collected, so a 300-step env has the "
+                                     "update-to-data ratio of a 50-step one.")
+    updates_per_step: float | None = setting(None, optional(POSITIVE),
+                                             "When set, gradient steps per env step collected (SB3's SAC does 1.0); "
+                                             "replaces updates_per_cycle.")
+    n_step: int = setting(1, integer(1, 1000),
+                          "N-step returns under the relabelled goal: rewards recomputed with compute_reward for up to "
+                          "n steps, cut at the episode's end or its first terminal step; the target is that return "
+                          "plus gamma^steps times the bootstrap (no off-policy correction); 1: the one-step target.")
+    polyak: float = setting(0.95, UNIT, "Decay of every target network after each cycle (not a per-step tau).")
+    tau: float | None = setting(None, optional(UNIT_OPEN_CLOSED),
+                                "When set, every target network moves by tau towards its online network after each "
+                                "gradient step (SB3's soft update, 0.005), so the targets keep pace however many "
+                                "updates a cycle has; replaces polyak.")
+    clip_target: bool = setting(True, BOOL, "Clip Q targets to [-1/(1-gamma), 0], the range a -1/0 reward allows.")
+    grad_clip: float | None = setting(None, GRAD_NORM,
+                                      "Max gradient norm of each optimiser's step (null: no clipping).")
+    normalize: str | bool = setting("auto", choice("auto", True, False),
+                                    "Inputs whitened with running mean/std of the stored observations and goals (the "
+                                    "paper's: raw values clipped to +-200, std floored at 0.01); auto: on unless "
+                                    "observation and goals are bits, which enter as exact +-1.")
+    norm_clip: float = setting(5.0, POSITIVE, "Whitened inputs are clipped to [-norm_clip, norm_clip].")
+    precision: str = setting("float32", choice(*PRECISIONS),
+                             "bfloat16: the update's matrix products run through torch.autocast (parameters, Adam "
+                             "state and loss stay float32); faster only on CPUs with AMX / AVX512-BF16, slower "
+                             "elsewhere.")
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:

@@ -15,8 +15,8 @@ policy-gradient learner has and builds what they all act and learn with:
     resume     a checkpoint holds the episodes in progress (``CONTINUES_EPISODES``: the env's state
                too, see :mod:`her_rl.envs.state`), so a resumed run ends as one that never stopped.
 
-A learner names itself (``NAME``, its registry name), adds its keys as fields and their rules and its
-checkpoint entries to ``STATE``, and writes ``build`` (optimisers, anything else it trains) and
+A learner names itself (``NAME``, its registry name), adds its keys as fields (``setting``: default,
+rule, meaning) and its checkpoint entries to ``STATE``, and writes ``build`` (optimisers, anything else it trains) and
 ``train_iteration``.
 """
 
@@ -39,13 +39,7 @@ from her_rl.errors import printable
 from her_rl.rl.success import SuccessRule
 from her_rl.rl.losses import EntropyLoss
 from her_rl.rl.nets import ACTIVATIONS, mlp
-from her_rl.rules import BOOL, GRAD_NORM, HIDDEN, MAX_ENVS, NON_NEGATIVE, POSITIVE, Rule, choice, integer, real
-
-PG_RULES: dict[str, Rule] = {  # every on-policy learner's keys
-    "num_envs": integer(1, MAX_ENVS), "lr": POSITIVE, "ent_coef": NON_NEGATIVE, "max_grad_norm": GRAD_NORM,
-    "hidden": HIDDEN, "activation": choice(*ACTIVATIONS), "normalize_obs": BOOL, "obs_clip": POSITIVE,
-    "log_std_init": real(),
-}
+from her_rl.rules import BOOL, GRAD_NORM, HIDDEN, MAX_ENVS, NON_NEGATIVE, POSITIVE, choice, integer, real, setting
 
 
 @dataclass(eq=False)
@@ -53,7 +47,6 @@ class OnPolicyLearner(Learner):
     """An on-policy learner: ``act``, ``train_iteration``, ``state_dict`` (see the module's docstring)."""
 
     NAME: ClassVar[str] = "onpolicy"
-    RULES: ClassVar[dict[str, Rule]] = PG_RULES
     VALUE_HEADS: ClassVar[int] = 1
     """Critic outputs, one per return the learner estimates."""
     STATE: ClassVar[tuple[str, ...]] = ("actor", "optimizer", "obs_proc", "generator", "global_step", "iteration",
@@ -64,24 +57,17 @@ class OnPolicyLearner(Learner):
     OPTIONAL = ("collector",)  # earlier versions saved no episodes: they restart, with a warning
     CLIP_KEY = "max_grad_norm"
 
-    num_envs: int = 8
-    """Parallel envs (one gymnasium sync vector env)."""
-    lr: float = 1e-3
-    """Adam learning rate of actor and critic."""
-    ent_coef: float = 0.0
-    """Entropy bonus coefficient."""
-    max_grad_norm: float | None = 0.5
-    """Max gradient norm (null: no clipping)."""
-    hidden: Sequence[int] = (64, 64)
-    """Hidden layers of the policy and of the critic, two separate MLPs of this shape."""
-    activation: str = "tanh"
-    """Hidden-layer activation."""
-    normalize_obs: bool = False
-    """Running mean/std whitening of observations (frozen in act / evaluation)."""
-    obs_clip: float = 10.0
-    """Whitened observations are clipped to [-obs_clip, obs_clip]."""
-    log_std_init: float = 0.0
-    """Continuous actions: initial log std (actions live in a [-1, 1] box)."""
+    num_envs: int = setting(8, integer(1, MAX_ENVS), "Parallel envs (one gymnasium sync vector env).")
+    lr: float = setting(1e-3, POSITIVE, "Adam learning rate of actor and critic.")
+    ent_coef: float = setting(0.0, NON_NEGATIVE, "Entropy bonus coefficient.")
+    max_grad_norm: float | None = setting(0.5, GRAD_NORM, "Max gradient norm (null: no clipping).")
+    hidden: Sequence[int] = setting((64, 64), HIDDEN,
+                                    "Hidden layers of the policy and of the critic, two separate MLPs of this shape.")
+    activation: str = setting("tanh", choice(*ACTIVATIONS), "Hidden-layer activation.")
+    normalize_obs: bool = setting(False, BOOL,
+                                  "Running mean/std whitening of observations (frozen in act / evaluation).")
+    obs_clip: float = setting(10.0, POSITIVE, "Whitened observations are clipped to [-obs_clip, obs_clip].")
+    log_std_init: float = setting(0.0, real(), "Continuous actions: initial log std (actions live in a [-1, 1] box).")
 
     def __post_init__(self) -> None:
         super().__post_init__()

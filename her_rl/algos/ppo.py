@@ -20,49 +20,35 @@ import numpy as np
 import torch
 
 from her_rl.agent import IterationResult
-from her_rl.algos.onpolicy import PG_RULES, OnPolicyLearner, explained_variance
+from her_rl.algos.onpolicy import OnPolicyLearner, explained_variance
 from her_rl.algos.rollout import Rollout
 from her_rl.errors import ConfigError
 from her_rl.rl.losses import ClipLoss
 from her_rl.rl.returns import whiten
 from her_rl.rl.updates import minibatches
-from her_rl.rules import BOOL, COUNT, NON_NEGATIVE, POSITIVE, UNIT, UNIT_OPEN_CLOSED, optional
-
-PPO_RULES = {  # PPO's keys, shared with RND-PPO
-    **PG_RULES, "num_steps": COUNT, "epochs": COUNT, "minibatch_size": COUNT, "lr_anneal": BOOL,
-    "clip_eps": POSITIVE, "clip_anneal": BOOL, "anneal_steps": optional(COUNT), "gae_lambda": UNIT,
-    "vf_coef": NON_NEGATIVE, "norm_adv": BOOL, "target_kl": optional(POSITIVE),
-}
+from her_rl.rules import BOOL, COUNT, NON_NEGATIVE, POSITIVE, UNIT, UNIT_OPEN_CLOSED, optional, setting
 
 
 @dataclass(eq=False)
 class PPOLearner(OnPolicyLearner):
     """The clipped-surrogate learner; a subclass makes the advantages and value targets."""
 
-    RULES = PPO_RULES
-
-    num_steps: int = 32
-    """Steps per env per iteration (8 envs x 32: 256 transitions per update)."""
-    epochs: int = 20
-    """Passes over each rollout."""
-    minibatch_size: int = 256
-    """Transitions per minibatch."""
-    lr_anneal: bool = True
-    """Linear decay of the learning rate to 0 over anneal_steps env steps."""
-    clip_eps: float = 0.2
-    """Clip range of the probability ratio."""
-    clip_anneal: bool = True
-    """Linear decay of clip_eps to 0 over anneal_steps env steps."""
-    anneal_steps: int | None = 100_000
-    """Horizon of both schedules, needed when either is on (rl-zoo trains CartPole for 1e5 steps)."""
-    gae_lambda: float = 0.8
-    """GAE lambda."""
-    vf_coef: float = 1.0
-    """Weight of the value loss; ours is 0.5 * MSE, so 1.0 equals SB3's vf_coef 0.5 on plain MSE."""
-    norm_adv: bool = True
-    """Whiten advantages per minibatch."""
-    target_kl: float | None = None
-    """Stop an iteration's epochs early when the mean approximate KL exceeds this."""
+    num_steps: int = setting(32, COUNT, "Steps per env per iteration (8 envs x 32: 256 transitions per update).")
+    epochs: int = setting(20, COUNT, "Passes over each rollout.")
+    minibatch_size: int = setting(256, COUNT, "Transitions per minibatch.")
+    lr_anneal: bool = setting(True, BOOL, "Linear decay of the learning rate to 0 over anneal_steps env steps.")
+    clip_eps: float = setting(0.2, POSITIVE, "Clip range of the probability ratio.")
+    clip_anneal: bool = setting(True, BOOL, "Linear decay of clip_eps to 0 over anneal_steps env steps.")
+    anneal_steps: int | None = setting(100_000, optional(COUNT),
+                                       "Horizon of both schedules, needed when either is on (rl-zoo trains CartPole "
+                                       "for 1e5 steps).")
+    gae_lambda: float = setting(0.8, UNIT, "GAE lambda.")
+    vf_coef: float = setting(1.0, NON_NEGATIVE,
+                             "Weight of the value loss; ours is 0.5 * MSE, so 1.0 equals SB3's vf_coef 0.5 on plain "
+                             "MSE.")
+    norm_adv: bool = setting(True, BOOL, "Whiten advantages per minibatch.")
+    target_kl: float | None = setting(None, optional(POSITIVE),
+                                      "Stop an iteration's epochs early when the mean approximate KL exceeds this.")
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:
@@ -151,10 +137,8 @@ class PPO(PPOLearner):
     """PPO: GAE(``gamma``, ``gae_lambda``) advantages of the one value head."""
 
     NAME = "ppo"
-    RULES = {**PPO_RULES, "gamma": UNIT_OPEN_CLOSED}
 
-    gamma: float = 0.98
-    """Discount."""
+    gamma: float = setting(0.98, UNIT_OPEN_CLOSED, "Discount.")
 
     def _advantages(self, ro: Rollout) -> tuple[torch.Tensor, torch.Tensor, dict]:
         adv, ret = ro.gae(self.gamma, self.gae_lambda)

@@ -24,38 +24,29 @@ from typing import Sequence
 import torch
 
 from her_rl.agent import IterationResult
-from her_rl.algos.onpolicy import PG_RULES, OnPolicyLearner, explained_variance, iteration_seed
+from her_rl.algos.onpolicy import OnPolicyLearner, explained_variance, iteration_seed
 from her_rl.algos.rollout import Rollout
 from her_rl.rl.losses import PGLoss
 from her_rl.rl.returns import whiten
-from her_rl.rules import BOOL, COUNT, POSITIVE, UNIT_OPEN_CLOSED, choice
+from her_rl.rules import BOOL, COUNT, POSITIVE, UNIT_OPEN_CLOSED, choice, setting
 
 
 @dataclass(eq=False)
 class Reinforce(OnPolicyLearner):
     NAME = "reinforce"
-    RULES = {**PG_RULES, "gamma": UNIT_OPEN_CLOSED, "baseline": choice("none", "critic"), "vf_lr": POSITIVE,
-             "normalize_adv": BOOL, "max_episode_steps": COUNT}
     # no "collector": every iteration starts with a seeded reset, so no episode runs on into the next
     STATE = ("actor", "optimizer", "obs_proc", "generator", "global_step", "iteration", "critic", "vf_optimizer")
 
-    num_envs: int = 4
-    """Episodes per update, one per parallel env."""
-    lr: float = 1e-2
-    """Adam learning rate of the policy."""
+    num_envs: int = setting(4, doc="Episodes per update, one per parallel env.")
+    lr: float = setting(1e-2, doc="Adam learning rate of the policy.")
     max_grad_norm: float | None = None
-    hidden: Sequence[int] = (64,)
-    """Hidden layers of the policy (and critic) MLP."""
-    gamma: float = 0.99
-    """Discount."""
-    baseline: str = "none"
-    """none | critic (critic: A = G - V(s), truncated episodes bootstrapped)."""
-    vf_lr: float = 1e-2
-    """Critic learning rate (baseline: critic)."""
-    normalize_adv: bool = True
-    """Whiten returns/advantages over the batch."""
-    max_episode_steps: int = 100_000
-    """Safety cap on one batch of episodes."""
+    hidden: Sequence[int] = setting((64,), doc="Hidden layers of the policy (and critic) MLP.")
+    gamma: float = setting(0.99, UNIT_OPEN_CLOSED, "Discount.")
+    baseline: str = setting("none", choice("none", "critic"),
+                            "none | critic (critic: A = G - V(s), truncated episodes bootstrapped).")
+    vf_lr: float = setting(1e-2, POSITIVE, "Critic learning rate (baseline: critic).")
+    normalize_adv: bool = setting(True, BOOL, "Whiten returns/advantages over the batch.")
+    max_episode_steps: int = setting(100_000, COUNT, "Safety cap on one batch of episodes.")
 
     def rollout_steps(self, horizon: int | None) -> tuple[int, str | None]:
         if horizon is not None and horizon <= self.max_episode_steps:

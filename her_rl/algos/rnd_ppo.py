@@ -27,73 +27,61 @@ from typing import Any, Sequence
 import torch
 
 from her_rl.agent import IterationResult
-from her_rl.algos.ppo import PPO_RULES, PPOLearner
+from her_rl.algos.ppo import PPOLearner
 from her_rl.algos.rollout import Rollout
 from her_rl.errors import ConfigError
 from her_rl.rl.updates import minibatches
 from her_rl.rl.rnd import RND
-from her_rl.rules import BOOL, COUNT, HIDDEN, NON_NEGATIVE, POSITIVE, UNIT_OPEN_CLOSED, integer
+from her_rl.rules import BOOL, COUNT, HIDDEN, NON_NEGATIVE, POSITIVE, UNIT_OPEN_CLOSED, integer, setting
 
 
 @dataclass(eq=False)
 class RNDPPO(PPOLearner):
     NAME = "rnd_ppo"
     VALUE_HEADS = 2  # column 0: extrinsic, column 1: intrinsic
-    RULES = {
-        **PPO_RULES, "gamma_ext": UNIT_OPEN_CLOSED, "gamma_int": UNIT_OPEN_CLOSED, "ext_coef": NON_NEGATIVE,
-        "int_coef": NON_NEGATIVE, "rnd_lr": POSITIVE, "rnd_hidden": HIDDEN, "rnd_embed_dim": COUNT,
-        "predictor_fraction": UNIT_OPEN_CLOSED, "rnd_init_steps": integer(0), "rnd_whiten": BOOL,
-        "int_norm_decay": UNIT_OPEN_CLOSED,
-    }
 
     STATE = (*PPOLearner.STATE, "rnd", "rnd.optimizer", "rnd.rng", "pending_steps")
 
     # Defaults tuned for MountainCar-v0 (conf/tuned/rnd_ppo_mountaincar.yaml anneals the learning rate,
     # conf/tuned/rnd_ppo_deep_sea.yaml sets several keys for deep sea); PPO keys in rl-zoo's MountainCar layout.
-    gamma_ext: float = 0.999
-    """Discount of the extrinsic return (episodic)."""
-    gamma_int: float = 0.99
-    """Discount of the intrinsic return (non-episodic)."""
-    ext_coef: float = 0.1
-    """Advantage = ext_coef * A_ext + int_coef * A_int. The paper's 2 assumes a sparse extrinsic reward;
-    MountainCar pays -1 every step, so A_ext is dominated by value-error noise of a ~-200 return and at 2 swamps
-    the normalised intrinsic advantage (seed 0: first flag after ~170k steps); at 0.1 the flag is found after
-    ~6k steps."""
-    int_coef: float = 1.0
-    """Weight of the intrinsic advantage."""
-    rnd_lr: float = 1e-4
-    """Adam learning rate of the predictor (paper). MountainCar with 1e-3: the predictor fits the 2-D inputs
-    within ~7k steps, the all-history-normalised bonus falls to ~1e-5 and seed 0's greedy policy missed the flag
-    in every evaluation from 11k to 205k steps."""
-    rnd_hidden: Sequence[int] = (64, 64)
-    """Hidden layers (ReLU) of the target and predictor MLPs."""
-    rnd_embed_dim: int = 64
-    """Output size of target and predictor."""
-    predictor_fraction: float = 0.25
-    """Share of each minibatch the predictor trains on."""
-    rnd_init_steps: int = 50
-    """Random-policy vector steps that initialise the RND input statistics."""
-    rnd_whiten: bool = True
-    """Whiten and clip RND inputs with running statistics (paper); see conf/tuned/rnd_ppo_deep_sea.yaml."""
-    int_norm_decay: float = 1.0
-    """Intrinsic-return std over all history (paper); < 1: earlier iterations weigh this much less each
-    iteration (deep sea size 30: 0.9 was slower)."""
+    gamma_ext: float = setting(0.999, UNIT_OPEN_CLOSED, "Discount of the extrinsic return (episodic).")
+    gamma_int: float = setting(0.99, UNIT_OPEN_CLOSED, "Discount of the intrinsic return (non-episodic).")
+    ext_coef: float = setting(0.1, NON_NEGATIVE,
+                              "Advantage = ext_coef * A_ext + int_coef * A_int. The paper's 2 assumes a sparse "
+                              "extrinsic reward; MountainCar pays -1 every step, so A_ext is dominated by value-error "
+                              "noise of a ~-200 return and at 2 swamps the normalised intrinsic advantage (seed 0: "
+                              "first flag after ~170k steps); at 0.1 the flag is found after ~6k steps.")
+    int_coef: float = setting(1.0, NON_NEGATIVE, "Weight of the intrinsic advantage.")
+    rnd_lr: float = setting(1e-4, POSITIVE,
+                            "Adam learning rate of the predictor (paper). MountainCar with 1e-3: the predictor fits "
+                            "the 2-D inputs within ~7k steps, the all-history-normalised bonus falls to ~1e-5 and "
+                            "seed 0's greedy policy missed the flag in every evaluation from 11k to 205k steps.")
+    rnd_hidden: Sequence[int] = setting((64, 64), HIDDEN, "Hidden layers (ReLU) of the target and predictor MLPs.")
+    rnd_embed_dim: int = setting(64, COUNT, "Output size of target and predictor.")
+    predictor_fraction: float = setting(0.25, UNIT_OPEN_CLOSED, "Share of each minibatch the predictor trains on.")
+    rnd_init_steps: int = setting(50, integer(0),
+                                  "Random-policy vector steps that initialise the RND input statistics.")
+    rnd_whiten: bool = setting(True, BOOL,
+                               "Whiten and clip RND inputs with running statistics (paper); see "
+                               "conf/tuned/rnd_ppo_deep_sea.yaml.")
+    int_norm_decay: float = setting(1.0, UNIT_OPEN_CLOSED,
+                                    "Intrinsic-return std over all history (paper); < 1: earlier iterations weigh "
+                                    "this much less each iteration (deep sea size 30: 0.9 was slower).")
     num_envs: int = 16
-    num_steps: int = 16
-    """Steps per env per iteration (16 envs x 16: 256 transitions, rl-zoo's MountainCar PPO layout)."""
-    epochs: int = 4
-    """Passes over each rollout (the predictor trains on the same minibatches)."""
+    num_steps: int = setting(16,
+                             doc="Steps per env per iteration (16 envs x 16: 256 transitions, rl-zoo's MountainCar "
+                                 "PPO layout).")
+    epochs: int = setting(4, doc="Passes over each rollout (the predictor trains on the same minibatches).")
     minibatch_size: int = 64
     lr_anneal: bool = False
     clip_anneal: bool = False
     anneal_steps: int | None = None
-    gae_lambda: float = 0.98
-    """GAE lambda of both value heads."""
-    vf_coef: float = 0.5
-    """Weight of the value loss (both heads)."""
-    normalize_obs: bool = True
-    """Running mean/std whitening of observations (frozen in act / evaluation): MountainCar needs it (no flag in
-    120k steps without); deep sea is faster with false."""
+    gae_lambda: float = setting(0.98, doc="GAE lambda of both value heads.")
+    vf_coef: float = setting(0.5, doc="Weight of the value loss (both heads).")
+    normalize_obs: bool = setting(True,
+                                  doc="Running mean/std whitening of observations (frozen in act / evaluation): "
+                                      "MountainCar needs it (no flag in 120k steps without); deep sea is faster with "
+                                      "false.")
 
     @classmethod
     def check_config(cls, values: dict[str, Any]) -> None:

@@ -1,8 +1,9 @@
 """What every config value may be: the rules of the top-level keys, and one checker per config group.
 
-The rules themselves are written next to what they configure (her_rl/rules.py has the primitives):
-an algorithm class declares ``RULES`` and ``check_config``, an env module ``KWARG_RULES``. This
-module gathers them for the command line, in the order a config is read. Checks here look at values
+The rules themselves are written on what they configure (her_rl/rules.py has the primitives): a
+learner's on its fields (``setting``), with ``check_config`` for keys that constrain each other; an
+env's on its constructor's parameters (``Annotated``). This module gathers them for the command
+line, in the order a config is read. Checks here look at values
 only; whether the env can be built and fits the algorithm is ``her_rl.config.checks``'s job.
 """
 
@@ -14,14 +15,14 @@ from her_rl.envs import bitflip, deep_sea
 from her_rl.errors import ConfigError
 from her_rl.config.registry import check_algo_keys, resolve_target
 from her_rl.rules import (BOOL, COUNT, MAX_ENVS, NON_NEGATIVE, POSITIVE, SEED, TEXT, UNIT, UNIT_OPEN_CLOSED, Rule,
-                          choice, integer, optional, real, show)
+                          arg_rules, choice, integer, optional, real, rules_of, show)
 
 
 # ---- top level ------------------------------------------------------------------------------
 
 TOP: dict[str, Any] = {
-    "n": bitflip.KWARG_RULES["n"],  # interpolated into env.kwargs of env=bitflip
-    "size": deep_sea.KWARG_RULES["size"],  # interpolated into env.kwargs of env=deep_sea
+    "n": arg_rules(bitflip.BitFlipEnv.__init__)["n"],  # interpolated into env.kwargs of env=bitflip
+    "size": arg_rules(deep_sea.DeepSeaEnv.__init__)["size"],  # interpolated into env.kwargs of env=deep_sea
     "seed": SEED,
     "device": choice("cpu", "cuda", "auto"),
     "threads": integer(1, 1024),
@@ -139,8 +140,8 @@ def check_top(cfg: dict[str, Any]) -> None:
 # ---- algorithm groups -----------------------------------------------------------------------
 
 def algo_rules(name: str) -> dict[str, Rule]:
-    """The rules of algo ``name``'s keys, as its registered class declares them."""
-    return resolve_target(name, None).RULES
+    """The rules of algo ``name``'s keys, as its registered class's fields declare them."""
+    return rules_of(resolve_target(name, None))
 
 
 def check_algo(algo: dict[str, Any]) -> None:
@@ -170,8 +171,8 @@ ENV_GROUP: dict[str, Rule] = {
 }
 
 ENV_KWARGS: dict[str, dict[str, Rule]] = {  # keyed by env id, so `env=gym env.id=...` is checked too
-    "her_rl/BitFlip-v0": bitflip.KWARG_RULES,
-    "her_rl/DeepSea-v0": deep_sea.KWARG_RULES,
+    "her_rl/BitFlip-v0": arg_rules(bitflip.BitFlipEnv.__init__),
+    "her_rl/DeepSea-v0": arg_rules(deep_sea.DeepSeaEnv.__init__),
 }
 
 

@@ -11,7 +11,7 @@ numpy call and is what training and evaluation use.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import gymnasium as gym
 import numpy as np
@@ -19,11 +19,11 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from her_rl.rules import Rule, integer
+from her_rl.rules import arg_rules, integer
 
 MAX_BITS = 4096
-KWARG_RULES: dict[str, Rule] = {"n": integer(1, MAX_BITS)}
-"""What each constructor argument may be (the config's ``n`` and ``env.kwargs`` are checked by these)."""
+Bits = Annotated[int, integer(1, MAX_BITS)]
+"""The ``n`` of both constructors: its rule checks the config's ``n`` and ``env.kwargs.n`` too."""
 
 
 def compute_reward(achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any = None) -> np.ndarray:
@@ -37,7 +37,7 @@ def compute_terminated(achieved_goal: np.ndarray, desired_goal: np.ndarray, info
 
 
 def _check_n(n: Any) -> int:
-    KWARG_RULES["n"].check("n", n)  # a ConfigError, which is a ValueError
+    arg_rules(BitFlipEnv.__init__)["n"].check("n", n)  # a ConfigError, which is a ValueError
     return int(n)
 
 
@@ -62,7 +62,7 @@ class BitFlipEnv(gym.Env):
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
-    def __init__(self, n: int = 15, render_mode: str | None = None):
+    def __init__(self, n: Bits = 15, render_mode: str | None = None):
         self.n = _check_n(n)
         self.max_episode_steps = self.n
         self.render_mode = render_mode
@@ -139,7 +139,7 @@ class BitFlipVectorEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, num_envs: int, n: int = 15, seed: int | None = None, autoreset: bool = True):
+    def __init__(self, num_envs: int, n: Bits = 15, seed: int | None = None, autoreset: bool = True):
         self.n = _check_n(n)
         self.max_episode_steps = self.n
         self.num_envs = int(num_envs)

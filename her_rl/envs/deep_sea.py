@@ -18,21 +18,25 @@ A uniformly random policy collects the reward with probability 2^-N per episode.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from her_rl.rules import SEED, Rule, integer
+from her_rl.rules import SEED, arg_rules, integer
 
 MAX_SIZE = 256  # one-hot observations of size**2 floats: 65,536 inputs per env copy at 256
-KWARG_RULES: dict[str, Rule] = {"size": integer(1, MAX_SIZE), "mapping_seed": SEED}
-"""What each constructor argument may be (the config's ``size`` and ``env.kwargs`` are checked by these)."""
+Size = Annotated[int, integer(1, MAX_SIZE)]
+"""The ``size`` of both constructors: its rule checks the config's ``size`` and ``env.kwargs.size`` too."""
+MappingSeed = Annotated[int, SEED]
+"""The ``mapping_seed`` of both constructors (checked in ``env.kwargs``)."""
 
 
 def _check_size(size) -> int:
-    KWARG_RULES["size"].check("size", size)  # a ConfigError, which is a ValueError
+    arg_rules(DeepSeaEnv.__init__)["size"].check("size", size)  # a ConfigError, which is a ValueError
     return int(size)
 
 
@@ -67,7 +71,8 @@ class DeepSeaEnv(gym.Env):
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
-    def __init__(self, size: int = 10, mapping_seed: int = 0, move_cost: float = 0.01, render_mode: str | None = None):
+    def __init__(self, size: Size = 10, mapping_seed: MappingSeed = 0, move_cost: float = 0.01,
+                 render_mode: str | None = None):
         self.size = _check_size(size)
         self.move_cost = float(move_cost)
         self.render_mode = render_mode
@@ -133,7 +138,7 @@ class DeepSeaVectorEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, num_envs: int, size: int = 10, mapping_seed: int = 0, move_cost: float = 0.01,
+    def __init__(self, num_envs: int, size: Size = 10, mapping_seed: MappingSeed = 0, move_cost: float = 0.01,
                  render_mode: str | None = None):
         self.size = _check_size(size)
         self.render_mode = render_mode  # accepted for gymnasium.make_vec; the batched env draws nothing
