@@ -118,7 +118,7 @@ def test_collected_episodes_store_the_flattened_observation(registered):
     envs = make_vec(ENV, 2, seed=0, training=True)
     spec = goal_env_spec(envs, ENV, "her_ddpg")
     assert not spec.binary
-    episodes = collect_episodes(envs, spec, lambda obs, goal: np.full((2, 2), 0.5, np.float32), seed=0)
+    episodes = collect_episodes(envs, spec, lambda obs: np.full((2, 2), 0.5, np.float32), seed=0)
     assert episodes["obs"].shape == (2, 51, OBS + STEPS + VEL)
     # columns: observation (2), step_count (1), velocity (3); actions of 0.5 give velocity (0.5, 0.5, 1)
     np.testing.assert_array_equal(episodes["obs"][0, :4, OBS], [0, 1, 2, 3])

@@ -132,7 +132,7 @@ def test_each_fetch_config_composes_and_builds(name):
 def test_relabelled_rewards_match_compute_reward_of_the_new_goal(mode):
     from her_rl.rl.goal import collect_episodes, goal_env_spec
     from her_rl.envs import make_vec
-    from her_rl.rl.her import HindsightMemory
+    from her_rl.rl.her import HindsightMemory, HindsightSettings
 
     env_cfg = {"name": "fetch_push", "id": "FetchPush-v4", "kwargs": {}, "vectorization": mode}
     envs = make_vec(env_cfg, 3, seed=0)
@@ -140,14 +140,12 @@ def test_relabelled_rewards_match_compute_reward_of_the_new_goal(mode):
         assert type(envs).__name__ == ("SyncVectorEnv" if mode == "sync" else "GoalVectorEnv")
         spec = goal_env_spec(envs, env_cfg, "test")
         assert spec.horizon == 50 and spec.compute_terminated is not None
-        episodes = collect_episodes(envs, spec, lambda obs, goal: envs.action_space.sample(), seed=1)
+        episodes = collect_episodes(envs, spec, lambda obs: envs.action_space.sample(), seed=1)
     finally:
         envs.close()
     assert episodes["obs"].shape == (3, 51, 25) and episodes["action"].shape == (3, 50, 4)
     assert (episodes["length"] == 50).all() and (episodes["returns"] <= 0).all()
-    memory = HindsightMemory(8, spec.horizon, spec.obs_shape, spec.goal_shape, spec.compute_reward, "future", 4,
-                             spec.compute_terminated, spec.obs_dtype, spec.goal_dtype, spec.action_space.shape,
-                             spec.action_space.dtype, seed=0)
+    memory = HindsightMemory(spec, HindsightSettings(buffer_size=8 * spec.horizon, strategy="future", k=4), seed=0)
     memory.remember(*(episodes[k] for k in ("obs", "achieved_goal", "desired_goal", "action", "length")))
     batch = memory.sample(2000)
     next_object = batch["next_obs"][:, 3:6]  # FetchPush observation: grip position, then object position

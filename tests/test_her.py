@@ -2,9 +2,11 @@
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 
 from her_rl.envs.bitflip import compute_reward
-from her_rl.rl.her import STRATEGIES, HindsightMemory
+from her_rl.rl.goal import GoalEnvSpec
+from her_rl.rl.her import STRATEGIES, HindsightMemory, HindsightSettings
 
 
 def reached(achieved_goal, desired_goal, info=None):
@@ -14,12 +16,23 @@ def reached(achieved_goal, desired_goal, info=None):
 T, N_BITS, EPISODES = 12, 40, 30
 
 
+def memory_for(episodes: int, horizon: int, obs_dim: int, goal_dim: int, compute_reward=compute_reward,
+               compute_terminated=None, dtype=np.float32, action_space=spaces.Discrete(2), seed=None,
+               **settings) -> HindsightMemory:
+    """A memory with room for ``episodes`` episodes of a made-up goal env: vector observations and goals
+    of one ``dtype`` (int8: bits), the given rules, and ``settings`` (HindsightSettings' keys)."""
+    spec = GoalEnvSpec(obs_shape=(obs_dim,), goal_shape=(goal_dim,), obs_dtype=np.dtype(dtype),
+                       goal_dtype=np.dtype(dtype), binary=np.dtype(dtype) == np.int8, action_space=action_space,
+                       horizon=horizon, compute_reward=compute_reward, compute_terminated=compute_terminated)
+    return HindsightMemory(spec, HindsightSettings(buffer_size=episodes * horizon, **settings), seed)
+
+
 def _filled_memory(strategy: str, k: int = 4, seed: int = 0) -> tuple[HindsightMemory, dict[str, np.ndarray]]:
     """Episodes of random, variable length whose achieved goals are all distinct (40 random bits),
     and the episodes it was given (the memory holds them all: it has room for 64)."""
     rng = np.random.default_rng(seed)
-    mem = HindsightMemory(64, T, N_BITS, N_BITS, compute_reward, strategy=strategy, k=k, seed=seed,
-                          compute_terminated=reached, obs_dtype=np.int8, goal_dtype=np.int8)
+    mem = memory_for(64, T, N_BITS, N_BITS, compute_terminated=reached, dtype=np.int8, seed=seed, strategy=strategy,
+                     k=k)
     obs = rng.integers(0, 2, size=(EPISODES, T + 1, N_BITS), dtype=np.int8)
     episodes = dict(obs=obs, achieved_goal=obs,
                     desired_goal=rng.integers(0, 2, size=(EPISODES, N_BITS), dtype=np.int8),
@@ -124,8 +137,7 @@ def test_sampled_steps_lie_inside_each_episode():
 def test_len_counts_transitions_and_state_round_trips():
     mem, episodes = _filled_memory("future")
     assert len(mem) == int(episodes["length"].sum())
-    copy = HindsightMemory(64, T, N_BITS, N_BITS, compute_reward, compute_terminated=reached,
-                           obs_dtype=np.int8, goal_dtype=np.int8)
+    copy = memory_for(64, T, N_BITS, N_BITS, compute_terminated=reached, dtype=np.int8)
     copy.load_state_dict(mem.state_dict())
     a, b = mem.sample(64), copy.sample(64)
     for key in a:
@@ -134,8 +146,8 @@ def test_len_counts_transitions_and_state_round_trips():
 
 def test_bad_strategy_and_lengths_are_rejected():
     with pytest.raises(ValueError, match="valid choices"):
-        HindsightMemory(4, T, 3, 3, compute_reward, strategy="later")
-    mem = HindsightMemory(4, 3, 2, 2, compute_reward)
+        HindsightSettings(strategy="later")
+    mem = memory_for(4, 3, 2, 2)
     with pytest.raises(ValueError, match="lengths"):
         mem.remember(obs=np.zeros((1, 4, 2)), achieved_goal=np.zeros((1, 4, 2)), desired_goal=np.zeros((1, 2)),
                      action=np.zeros((1, 3), dtype=np.int64), length=np.array([4]))
@@ -144,7 +156,7 @@ def test_bad_strategy_and_lengths_are_rejected():
 def test_transitions_are_drawn_uniformly_over_episodes_of_unequal_length():
     """An episode of length 10 holds 10x the transitions of one of length 1: it must be drawn 10x as often,
     and every step of every episode equally often (the paper's and SB3's uniform transition sampling)."""
-    mem = HindsightMemory(8, 10, 1, 1, compute_reward, strategy="none")
+    mem = memory_for(8, 10, 1, 1, strategy="none")
     lengths = np.array([1, 10, 4, 10, 2])
     B = len(lengths)
     obs = np.arange(B * 11, dtype=np.float32).reshape(B, 11, 1)  # every (episode, step) has its own value
@@ -165,7 +177,7 @@ def test_transitions_are_drawn_uniformly_over_episodes_of_unequal_length():
 
 
 def test_random_strategy_draws_goals_uniformly_over_all_stored_steps():
-    mem = HindsightMemory(8, 10, 1, 1, compute_reward, strategy="random", k=10**6)
+    mem = memory_for(8, 10, 1, 1, strategy="random", k=10**6)
     lengths = np.array([1, 10, 3])
     obs = np.arange(33, dtype=np.float32).reshape(3, 11, 1)
     mem.remember(obs=obs, achieved_goal=obs, desired_goal=np.zeros((3, 1)), action=np.zeros((3, 10), dtype=np.int64),
@@ -179,16 +191,16 @@ def test_random_strategy_draws_goals_uniformly_over_all_stored_steps():
 
 def test_termination_follows_the_env_rule_not_the_reward():
     """Push-like envs never end on success: a relabelled goal reached gives reward 0 but no termination."""
-    mem = HindsightMemory(8, 5, 2, 2, lambda ag, g, info: -(np.linalg.norm(ag - g, axis=-1) > 0.05).astype(np.float32),
-                          strategy="final", k=10**6, compute_terminated=None)
+    mem = memory_for(8, 5, 2, 2, lambda ag, g, info: -(np.linalg.norm(ag - g, axis=-1) > 0.05).astype(np.float32),
+                     strategy="final", k=10**6)
     rng = np.random.default_rng(0)
     obs = rng.random((4, 6, 2)).astype(np.float32)
     mem.remember(obs=obs, achieved_goal=obs, desired_goal=np.full((4, 2), 9.0), action=np.zeros((4, 5), dtype=np.int64),
                  length=np.full(4, 5))
     batch = mem.sample(2000, rng)
     assert (batch["reward"] == 0).mean() > 0.1 and not batch["terminated"].any()
-    terminal = HindsightMemory(8, 5, 2, 2, mem.compute_reward, strategy="final", k=10**6,
-                               compute_terminated=lambda ag, g, info: mem.compute_reward(ag, g, info) == 0)
+    terminal = memory_for(8, 5, 2, 2, mem.compute_reward, strategy="final", k=10**6,
+                          compute_terminated=lambda ag, g, info: mem.compute_reward(ag, g, info) == 0)
     terminal.load_state_dict(mem.state_dict())
     batch = terminal.sample(2000, rng)
     np.testing.assert_array_equal(batch["terminated"], batch["reward"] == 0)
@@ -201,7 +213,7 @@ def test_random_mix_draws_that_share_of_goals_from_other_episodes():
     obs = np.arange(33, dtype=np.float32).reshape(3, 11, 1)
 
     def memory(**mix) -> HindsightMemory:
-        mem = HindsightMemory(8, 10, 1, 1, compute_reward, strategy="final", k=10**6, **mix)
+        mem = memory_for(8, 10, 1, 1, strategy="final", k=10**6, **mix)
         mem.remember(obs=obs, achieved_goal=obs, desired_goal=np.zeros((3, 1)),
                      action=np.zeros((3, 10), dtype=np.int64), length=lengths)
         return mem

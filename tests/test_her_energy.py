@@ -3,10 +3,11 @@ batches drawn from episodes in proportion to it."""
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 
 from her_rl.algos.her_ddpg import HerDDPG
-from her_rl.rl.her import GRAVITY, trajectory_energy
-from her_rl.rl.her import HindsightMemory
+from her_rl.rl.her import GRAVITY, HindsightSettings, trajectory_energy
+from test_her import memory_for
 
 
 def _reference(positions, length, clip, dt):
@@ -32,9 +33,8 @@ def test_trajectory_energy_follows_its_definition():
 
 
 def _memory(energies_from):
-    memory = HindsightMemory(capacity_episodes=10, horizon=4, obs_shape=3, goal_shape=3,
-                             compute_reward=lambda a, g, i: -(np.linalg.norm(a - g, axis=-1) > 0.05).astype(np.float32),
-                             prioritize="energy", clip_energy=10.0, seed=0, action_shape=(2,), action_dtype=np.float32)
+    memory = memory_for(10, 4, 3, 3, lambda a, g, i: -(np.linalg.norm(a - g, axis=-1) > 0.05).astype(np.float32),
+                        action_space=spaces.Box(-1, 1, (2,), np.float32), seed=0, prioritize="energy", clip_energy=10.0)
     ag = np.zeros((len(energies_from), 5, 3), np.float32)
     for i, lift in enumerate(energies_from):
         ag[i, 1:, 2] = lift  # the object raised by `lift` at the first step and held there
@@ -64,11 +64,12 @@ def test_the_learner_keys_reach_the_memory_and_a_cycle_runs():
     push = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuous", "max_episode_steps": 10}}
     agent = HerDDPG(env=push, seed=0, hidden=(16, 16), episodes_per_cycle=4, updates_per_cycle=2, batch_size=8,
                     prioritize="energy", clip_energy=0.3, energy_dt=0.1)
-    assert (agent.memory.prioritize, agent.memory.clip_energy, agent.memory.energy_dt) == ("energy", 0.3, 0.1)
+    settings = agent.memory.settings
+    assert (settings.prioritize, settings.clip_energy, settings.energy_dt) == ("energy", 0.3, 0.1)
     agent.train_iteration()
     assert agent.memory.episodes.data["energy"][:4].shape == (4,)
 
 
 def test_an_unknown_prioritisation_is_refused():
     with pytest.raises(ValueError, match="unknown prioritisation"):
-        HindsightMemory(1, 2, 1, 1, compute_reward=None, prioritize="td")
+        HindsightSettings(prioritize="td")

@@ -6,7 +6,8 @@ import torch
 
 from her_rl.algos.cycle import updates_for_cycle
 from her_rl.envs.bitflip import compute_reward
-from her_rl.rl.her import HindsightMemory
+from her_rl.rl.her import HindsightMemory, HindsightSettings
+from test_her import memory_for
 
 GAMMA = 0.9
 
@@ -18,8 +19,8 @@ def reached(achieved_goal, desired_goal, info=None):
 def _memory(n_step: int, goal, terminated=reached) -> HindsightMemory:
     """One hand-made 2-bit episode of 4 steps, achieved goals 00 -> 10 -> 11 -> 01 -> 00, stored with
     desired goal ``goal`` and never relabelled."""
-    mem = HindsightMemory(4, 4, 2, 2, compute_reward, strategy="none", k=0, compute_terminated=terminated,
-                          obs_dtype=np.int8, goal_dtype=np.int8, n_step=n_step, gamma=GAMMA)
+    mem = memory_for(4, 4, 2, 2, compute_terminated=terminated, dtype=np.int8, strategy="none", k=0, n_step=n_step,
+                     gamma=GAMMA)
     ag = np.array([[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]], dtype=np.int8)
     mem.remember(obs=ag, achieved_goal=ag, desired_goal=np.array([goal], dtype=np.int8),
                  action=np.array([[0, 1, 0, 1]]), length=np.array([4]))
@@ -75,8 +76,8 @@ def test_sampled_n_step_rewards_are_recomputed_for_relabelled_goals():
     compute_reward along the stored segment, cut where the env's rule first says terminal."""
     rng = np.random.default_rng(0)
     E, T, n, m = 40, 10, 6, 4
-    mem = HindsightMemory(50, T, n + 2, n, compute_reward, strategy="future", k=4, compute_terminated=reached,
-                          obs_dtype=np.int8, goal_dtype=np.int8, n_step=m, gamma=GAMMA, seed=0)
+    mem = memory_for(50, T, n + 2, n, compute_terminated=reached, dtype=np.int8, seed=0, strategy="future", k=4,
+                     n_step=m, gamma=GAMMA)
     ag = rng.integers(0, 2, size=(E, T + 1, n), dtype=np.int8)
     # each obs ends with its (episode, step), so a sampled transition tells where it was drawn from
     where = np.stack(np.meshgrid(np.arange(E), np.arange(T + 1), indexing="ij"), axis=-1).astype(np.int8)
@@ -105,9 +106,9 @@ def test_sampled_n_step_rewards_are_recomputed_for_relabelled_goals():
 
 def test_n_step_needs_gamma_and_a_positive_integer():
     with pytest.raises(ValueError, match="gamma"):
-        HindsightMemory(4, 4, 2, 2, compute_reward, n_step=3)
+        HindsightSettings(n_step=3)
     with pytest.raises(ValueError, match="n_step"):
-        HindsightMemory(4, 4, 2, 2, compute_reward, n_step=0, gamma=0.9)
+        HindsightSettings(n_step=0, gamma=0.9)
 
 
 def test_updates_per_step_follows_the_steps_collected():

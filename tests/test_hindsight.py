@@ -68,7 +68,8 @@ def test_constructors_refuse_what_the_command_line_refuses_in_the_same_words(nam
 @pytest.mark.parametrize("name", LEARNERS)
 def test_n_step_and_random_mix_reach_the_memory_and_the_target(name):
     agent = _make(name, n_step=3, random_mix=0.5, updates_per_cycle=2)
-    assert (agent.memory.n_step, agent.memory.random_mix, agent.memory.gamma) == (3, 0.5, agent.gamma)
+    settings = agent.memory.settings
+    assert (settings.n_step, settings.random_mix, settings.gamma) == (3, 0.5, agent.gamma)
     agent.train_iteration()
     t = agent.tensors(agent.memory.sample(64, agent.np_generator))
     steps = np.round(np.log(t["discount"].numpy()) / np.log(agent.gamma)).astype(int)

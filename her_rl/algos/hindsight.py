@@ -7,7 +7,8 @@ learner has and runs the HER paper's cycle (Andrychowicz et al. 2017):
     collect  ``episodes_per_cycle`` lock-step episodes in one batched env, exploring;
     store    them in a HindsightMemory (her_rl/rl/her.py: goals relabelled at sample time by
              ``strategy`` and ``k``, a ``random_mix`` share of far goals, ``n_step`` returns under the
-             relabelled goal) and fold them into the input statistics (GoalInputs, her_rl/rl/goal.py);
+             relabelled goal; its HindsightSettings are made once from these keys) and fold them into
+             the input statistics (GoalInputs, her_rl/rl/goal.py);
     update   ``updates_per_cycle`` gradient steps (or ``updates_per_step`` per env step collected) on
              batches of ``batch_size``; forward passes run in ``precision``, gradients are clipped to
              a norm of ``grad_clip``;
@@ -24,7 +25,7 @@ gradient step on a batch of tensors, returning its metrics).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
@@ -35,13 +36,13 @@ from her_rl.agent import IterationResult
 from her_rl.algos.base import Learner
 from her_rl.algos.cycle import cycle_envs, cycle_episodes, cycle_result, updates_for_cycle
 from her_rl.errors import ConfigError
-from her_rl.rl.her import PRIORITIES, STRATEGIES
+from her_rl.rl.her import PRIORITIES, STRATEGIES, HindsightMemory, HindsightSettings
 from her_rl.rl.updates import clip_to_return_range, polyak_update, td_target, update_precision
 from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, choice,
                           integer, optional, setting)
 from her_rl.envs.probe import EnvSpaces
 from her_rl.rl.goal import (GoalInputs, action_space_for, batch_tensors, collect_episodes, episode_bytes,
-                            hindsight_memory, to_env_actions)
+                            to_env_actions)
 
 PRECISIONS = ("float32", "bfloat16")
 
@@ -131,9 +132,9 @@ class HindsightLearner(Learner):
         self.horizon = self.spec.horizon
         self.inputs = GoalInputs(self.spec, self.normalize, self.norm_clip, self.device)
         self.np_generator = np.random.default_rng(self.seed)  # replay batches, exploration, reset seeds
-        self.memory = None if self.inference else hindsight_memory(
-            self.spec, self.buffer_size, self.strategy, self.k, self.seed, self.n_step, self.gamma, self.random_mix,
-            self.prioritize, self.clip_energy, self.energy_dt)
+        # the memory's settings are this learner's keys of the same names (buffer_size, strategy, k, ...)
+        settings = HindsightSettings(**{f.name: getattr(self, f.name) for f in fields(HindsightSettings)})
+        self.memory = None if self.inference else HindsightMemory(self.spec, settings, self.seed)
         self.updates = 0
         self.build()
         for net, target in self.TARGETS.items():
@@ -168,10 +169,9 @@ class HindsightLearner(Learner):
 
     # -- acting and memory ---------------------------------------------------------------------
     @torch.no_grad()
-    def act(self, observation: dict[str, np.ndarray], goal: np.ndarray | None = None, explore: bool = False) -> np.ndarray:
-        """Env actions for a batch of goal-env observations (``goal`` replaces their desired goal)."""
-        goal = observation["desired_goal"] if goal is None else goal
-        a = self.policy(self.inputs.of(observation, goal), explore)  # extra observation keys included
+    def act(self, obs: dict[str, np.ndarray], explore: bool = False) -> np.ndarray:
+        """Env actions for a batch of goal-env observations, each towards its own ``desired_goal``."""
+        a = self.policy(self.inputs.of(obs, obs["desired_goal"]), explore)  # extra observation keys included
         if not self.CONTINUOUS:
             return a
         return to_env_actions(a, self.action_space).reshape(len(a), *self.action_space.shape)
@@ -179,7 +179,7 @@ class HindsightLearner(Learner):
     def collect(self, max_env_steps: int | None = None) -> dict[str, np.ndarray]:
         """Play one batch of lock-step episodes with exploration (see ``collect_episodes``), cut
         at the lock-step that reaches ``max_env_steps``."""
-        return collect_episodes(self.envs, self.spec, lambda obs, goal: self.act(obs, goal, explore=True),
+        return collect_episodes(self.envs, self.spec, lambda obs: self.act(obs, explore=True),
                                 seed=int(self.np_generator.integers(2**31)), max_env_steps=max_env_steps)
 
     def remember(self, episodes: dict[str, np.ndarray]) -> None:

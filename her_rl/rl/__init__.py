@@ -1,7 +1,7 @@
 """Building blocks for policy-gradient, PPO, RND and off-policy/HER agents."""
 from .actions import Action, ContinuousAction, DiscreteAction, NormalPolicyHead
 from .goal import GoalEnvSpec, GoalInputs, collect_episodes, goal_env_spec
-from .her import HindsightMemory
+from .her import HindsightMemory, HindsightSettings
 from .history import RewardHistory
 from .losses import ClipLoss, EntropyLoss, PGLoss
 from .nets import ElementwiseQ, mlp
@@ -14,7 +14,7 @@ from .utils import np2torch, set_seed, to_numpy
 
 __all__ = [
     "Action", "ContinuousAction", "DiscreteAction", "NormalPolicyHead",
-    "GoalEnvSpec", "GoalInputs", "collect_episodes", "goal_env_spec", "HindsightMemory",
+    "GoalEnvSpec", "GoalInputs", "collect_episodes", "goal_env_spec", "HindsightMemory", "HindsightSettings",
     "RewardHistory", "ClipLoss", "EntropyLoss", "PGLoss", "ElementwiseQ", "mlp",
     "GaussianNoise", "OUNoise", "RunningMeanStd", "ReplayBuffer",
     "Rewards", "discounted_returns", "gae", "RND", "np2torch", "set_seed", "to_numpy",

@@ -9,8 +9,8 @@
 * :class:`GoalInputs` turns (observation, goal) batches into network inputs: exact +-1 for bits,
   else the HER paper's running mean/std normalisation, clipped;
 * :func:`collect_episodes` plays one lock-step batch of episodes in a vector env (a HER cycle's
-  episodes, in parallel) and returns them in :class:`~her_rl.rl.her.HindsightMemory`'s layout;
-* :func:`hindsight_memory` builds that memory to the env's shapes;
+  episodes, in parallel) and returns them in :class:`~her_rl.rl.her.HindsightMemory`'s layout (the
+  memory reads its shapes from the :class:`GoalEnvSpec`);
 * :func:`action_space_for` refuses an action space a learner cannot act in; continuous learners act
   in [-1, 1]^A and the env's Box bounds are applied only when stepping (:func:`to_env_actions`,
   :func:`from_env_actions`); :func:`batch_tensors` turns a sampled batch into network-ready tensors.
@@ -28,7 +28,6 @@ import torch
 from gymnasium import spaces
 
 from her_rl.errors import ConfigError
-from her_rl.rl.her import HindsightMemory
 from her_rl.rl.memory import space_bytes
 from her_rl.rl.normalize import RunningMeanStd
 from her_rl.rl.success import EpisodeSuccess, SuccessRule, reward_probe
@@ -182,13 +181,13 @@ def collect_episodes(envs: gym.vector.VectorEnv, spec: GoalEnvSpec, act: Callabl
                      max_env_steps: int | None = None) -> dict[str, np.ndarray]:
     """Play one episode in every copy of ``envs``, all starting together (lock-step).
 
-    ``act(obs_dict, goal)`` returns a batch of actions. A copy's episode ends at its first
-    terminated or truncated step; later steps of that copy are played but not stored (``length``
-    marks them off). With ``max_env_steps`` (the budget left) the episodes still running are cut
-    after the lock-step that reaches it (stored as they are, truncated). Returns HindsightMemory's
-    episode layout plus ``ended`` (the episodes that ended, not cut), ``success`` and
-    ``any_success`` (see :mod:`her_rl.rl.success`; all False when success cannot be told) and
-    ``returns`` (undiscounted).
+    ``act(obs_dict)`` returns a batch of actions, each for the goal its copy's observation carries.
+    A copy's episode ends at its first terminated or truncated step; later steps of that copy are
+    played but not stored (``length`` marks them off). With ``max_env_steps`` (the budget left) the
+    episodes still running are cut after the lock-step that reaches it (stored as they are,
+    truncated). Returns HindsightMemory's episode layout plus ``ended`` (the episodes that ended,
+    not cut), ``success`` and ``any_success`` (see :mod:`her_rl.rl.success`; all False when success
+    cannot be told) and ``returns`` (undiscounted).
     """
     B, T = envs.num_envs, spec.horizon
     obs, _ = envs.reset(seed=seed)
@@ -202,7 +201,7 @@ def collect_episodes(envs: gym.vector.VectorEnv, spec: GoalEnvSpec, act: Callabl
     active, ended = np.ones(B, dtype=bool), np.zeros(B, dtype=bool)
     steps = 0
     for t in range(T):
-        action = act(obs, goal)
+        action = act(obs)  # a copy whose episode ended acts on its next one's goal: not stored
         obs, reward, terminated, truncated, info = envs.step(action)
         ep_act[:, t] = action
         ep_obs[:, t + 1], ep_ag[:, t + 1] = flat_observation(obs, spec.extra_keys), obs["achieved_goal"]
@@ -229,21 +228,6 @@ def episode_bytes(copies: int, horizon: int, observation_space: spaces.Dict, act
     itemsize = 1 if all(isinstance(part, spaces.MultiBinary) for part in parts.values()) else 4
     per_step = sum(space_bytes(part, itemsize) for key, part in parts.items() if key != "desired_goal")
     return int(copies) * ((horizon + 1) * per_step + horizon * space_bytes(action_space))
-
-
-def hindsight_memory(spec: GoalEnvSpec, buffer_size: int, strategy: str, k: int, seed: int, n_step: int = 1,
-                     gamma: float | None = None, random_mix: float = 0.0, prioritize: str = "none",
-                     clip_energy: float = 0.5, energy_dt: float = 0.04) -> HindsightMemory:
-    """A HindsightMemory of ``buffer_size`` transitions shaped by the env (actions as the env takes them)."""
-    return HindsightMemory(
-        capacity_episodes=max(1, buffer_size // spec.horizon), horizon=spec.horizon,
-        obs_shape=spec.obs_shape, goal_shape=spec.goal_shape,
-        compute_reward=spec.compute_reward, compute_terminated=spec.compute_terminated,
-        strategy=strategy, k=k, obs_dtype=spec.obs_dtype, goal_dtype=spec.goal_dtype,
-        action_shape=spec.action_space.shape, action_dtype=spec.action_space.dtype, seed=seed,
-        n_step=n_step, gamma=gamma, random_mix=random_mix, prioritize=prioritize, clip_energy=clip_energy,
-        energy_dt=energy_dt,
-    )
 
 
 def action_space_for(spec: GoalEnvSpec, env_cfg: dict[str, Any], algo: str, continuous: bool) -> gym.Space:

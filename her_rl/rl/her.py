@@ -7,6 +7,10 @@ termination are recomputed with the env's ``compute_reward`` and ``compute_termi
 at a ratio of k relabelled to 1 original is the same distribution as the paper's "store k extra
 copies per transition", without the k-fold memory. Any off-policy learner can draw from it.
 
+A memory is built from two objects: the env's :class:`~her_rl.rl.goal.GoalEnvSpec` (horizon, shapes,
+dtypes, reward and termination rules) and a :class:`HindsightSettings`, the learner's choices below
+(capacity, strategy, k, random_mix, n_step and gamma, prioritize), checked once when it is made.
+
 Transitions are drawn uniformly over all stored steps, as in the paper and Stable-Baselines3: an
 episode is picked with probability proportional to its length, so the steps of short (successful)
 episodes are not over-sampled.
@@ -44,16 +48,18 @@ alone never show the network the distances (about n/2) its evaluation goals lie 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from her_rl.rl.replay import ReplayBuffer
 
+if TYPE_CHECKING:  # read for its attributes only; goal.py imports torch and gymnasium
+    from her_rl.rl.goal import GoalEnvSpec
+
 STRATEGIES = ("future", "final", "episode", "random", "next", "next_future", "none")
 PRIORITIES = ("none", "energy")
-
-RewardFn = Callable[[np.ndarray, np.ndarray, object], np.ndarray]
 
 GRAVITY, MASS = 9.81, 1.0  # the energy of a unit mass under Earth's gravity (Zhao and Tresp 2018)
 
@@ -75,74 +81,73 @@ def trajectory_energy(achieved_goal: np.ndarray, length: np.ndarray, clip_energy
     return (transition * counted).sum(1)
 
 
-def _shape(dim: int | Sequence[int]) -> tuple[int, ...]:
-    return (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
+@dataclass(frozen=True)
+class HindsightSettings:
+    """What a learner chooses about its :class:`HindsightMemory`, checked once: the hindsight learner's
+    keys of the same names (her_rl/algos/hindsight.py says what each does); the env decides the rest."""
+
+    buffer_size: int = 1_000_000
+    """Transitions held: ``buffer_size // horizon`` whole episodes (at least one)."""
+    strategy: str = "future"
+    k: int = 4
+    random_mix: float = 0.0
+    n_step: int = 1
+    gamma: float | None = None
+    """Discount of the n-step return; None: batches carry no ``discount`` (and n_step must be 1)."""
+    prioritize: str = "none"
+    clip_energy: float = 0.5
+    energy_dt: float = 0.04
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown HER strategy '{self.strategy}'; valid choices: {', '.join(STRATEGIES)}")
+        if isinstance(self.k, bool) or int(self.k) != self.k or self.k < 0:
+            raise ValueError(f"HER k must be an integer >= 0, got {self.k!r}")
+        if isinstance(self.n_step, bool) or int(self.n_step) != self.n_step or self.n_step < 1:
+            raise ValueError(f"n_step must be an integer >= 1, got {self.n_step!r}")
+        if self.n_step > 1 and self.gamma is None:
+            raise ValueError("n_step > 1 needs gamma (the n-step return is discounted)")
+        if not 0.0 <= self.random_mix <= 1.0:
+            raise ValueError(f"random_mix must lie in [0, 1], got {self.random_mix!r}")
+        if self.prioritize not in PRIORITIES:
+            raise ValueError(f"unknown prioritisation '{self.prioritize}'; valid choices: {', '.join(PRIORITIES)}")
+        # k and n_step size index arrays: 4.0 is kept as 4 (a frozen dataclass is set through object)
+        object.__setattr__(self, "k", int(self.k))
+        object.__setattr__(self, "n_step", int(self.n_step))
+
+    @property
+    def relabel_prob(self) -> float:
+        """The chance a sampled transition's goal is relabelled: k/(k+1), 0 for strategy none."""
+        return 0.0 if self.strategy == "none" else self.k / (self.k + 1.0)
 
 
 class HindsightMemory:
     """Episode-indexed replay memory with hindsight goal relabelling at sample time.
 
-    Episodes have at most ``horizon`` steps; ``obs`` and ``achieved_goal`` hold ``horizon + 1``
+    Episodes have at most ``spec.horizon`` steps; ``obs`` and ``achieved_goal`` hold ``horizon + 1``
     entries per episode (index t is before action t). ``length`` is the number of real steps,
     so episodes that ended early (on success) are stored without padding steps being sampled.
 
-    Shapes and dtypes come from the env's spaces (bits as int8, positions as float32, discrete
-    actions as int64 scalars, continuous ones as float vectors). A transition is terminal when the
-    env's own rule says so: ``compute_terminated(next_achieved_goal, goal, None)`` (the gymnasium-
-    robotics GoalEnv API; bit-flip ends on success, push and Fetch never end early); ``None`` means
-    the env never terminates.
+    Shapes and dtypes come from the env's spec (:func:`~her_rl.rl.goal.goal_env_spec`: bits as int8,
+    positions as float32, actions as the env takes them, discrete ones as int64 scalars). A transition
+    is terminal when the env's own rule says so: ``compute_terminated(next_achieved_goal, goal, None)``
+    (the gymnasium-robotics GoalEnv API; bit-flip ends on success, push and Fetch never end early);
+    ``None`` means the env never terminates. ``settings`` says how much it holds and how it relabels.
     """
 
-    def __init__(
-        self,
-        capacity_episodes: int,
-        horizon: int,
-        obs_shape: int | Sequence[int],
-        goal_shape: int | Sequence[int],
-        compute_reward: RewardFn,
-        strategy: str = "future",
-        k: int = 4,
-        compute_terminated: RewardFn | None = None,
-        obs_dtype=np.float32,
-        goal_dtype=np.float32,
-        action_shape: Sequence[int] = (),
-        action_dtype=np.int64,
-        seed: int | None = None,
-        n_step: int = 1,
-        gamma: float | None = None,
-        random_mix: float = 0.0,
-        prioritize: str = "none",
-        clip_energy: float = 0.5,
-        energy_dt: float = 0.04,
-    ):
-        if strategy not in STRATEGIES:
-            raise ValueError(f"unknown HER strategy '{strategy}'; valid choices: {', '.join(STRATEGIES)}")
-        if isinstance(k, bool) or int(k) != k or k < 0:
-            raise ValueError(f"HER k must be an integer >= 0, got {k!r}")
-        if isinstance(n_step, bool) or int(n_step) != n_step or n_step < 1:
-            raise ValueError(f"n_step must be an integer >= 1, got {n_step!r}")
-        if n_step > 1 and gamma is None:
-            raise ValueError("n_step > 1 needs gamma (the n-step return is discounted)")
-        if not 0.0 <= random_mix <= 1.0:
-            raise ValueError(f"random_mix must lie in [0, 1], got {random_mix!r}")
-        if prioritize not in PRIORITIES:
-            raise ValueError(f"unknown prioritisation '{prioritize}'; valid choices: {', '.join(PRIORITIES)}")
-        self.prioritize, self.clip_energy, self.energy_dt = prioritize, float(clip_energy), float(energy_dt)
-        self.horizon, self.strategy, self.k = int(horizon), strategy, int(k)
-        self.n_step, self.gamma, self.random_mix = int(n_step), gamma, float(random_mix)
-        self.compute_reward, self.compute_terminated = compute_reward, compute_terminated
-        self.relabel_prob = 0.0 if strategy == "none" else self.k / (self.k + 1.0)
-        T = self.horizon
-        goal_shape = _shape(goal_shape)
+    def __init__(self, spec: GoalEnvSpec, settings: HindsightSettings = HindsightSettings(), seed: int | None = None):
+        self.settings, self.horizon = settings, int(spec.horizon)
+        self.compute_reward, self.compute_terminated = spec.compute_reward, spec.compute_terminated
+        T, actions = self.horizon, spec.action_space
         self.episodes = ReplayBuffer(
-            capacity_episodes,
+            max(1, settings.buffer_size // T),
             {
-                "obs": ((T + 1, *_shape(obs_shape)), obs_dtype),
-                "achieved_goal": ((T + 1, *goal_shape), goal_dtype),
-                "desired_goal": (goal_shape, goal_dtype),
-                "action": ((T, *_shape(action_shape)), action_dtype),
+                "obs": ((T + 1, *spec.obs_shape), spec.obs_dtype),
+                "achieved_goal": ((T + 1, *spec.goal_shape), spec.goal_dtype),
+                "desired_goal": (spec.goal_shape, spec.goal_dtype),
+                "action": ((T, *actions.shape), actions.dtype),
                 "length": ((), np.int64),
-                **({"energy": ((), np.float64)} if prioritize == "energy" else {}),
+                **({"energy": ((), np.float64)} if settings.prioritize == "energy" else {}),
             },
         )
         self.rng = np.random.default_rng(seed)
@@ -156,9 +161,10 @@ class HindsightMemory:
         length = np.asarray(length)
         if length.min(initial=1) < 1 or length.max(initial=1) > self.horizon:
             raise ValueError(f"episode lengths must lie in [1, {self.horizon}]")
-        extra = {}
-        if self.prioritize == "energy":
-            extra["energy"] = trajectory_energy(np.asarray(achieved_goal), length, self.clip_energy, self.energy_dt)
+        extra, settings = {}, self.settings
+        if settings.prioritize == "energy":
+            extra["energy"] = trajectory_energy(np.asarray(achieved_goal), length, settings.clip_energy,
+                                                settings.energy_dt)
         self.episodes.add(obs=obs, achieved_goal=achieved_goal, desired_goal=desired_goal, action=action, length=length,
                           **extra)
         self._cum_length = self._cum_energy = None
@@ -190,7 +196,7 @@ class HindsightMemory:
         """The (episode, step) pairs of a batch: uniform over stored steps, or with ``prioritize=energy``
         an episode drawn in proportion to its trajectory energy and a step uniform within it (uniform
         over steps while no stored episode has energy)."""
-        if self.prioritize != "energy":
+        if self.settings.prioritize != "energy":
             return self.sample_steps(batch_size, rng)
         if self._cum_energy is None:
             self._cum_energy = np.cumsum(self.episodes.data["energy"][: len(self.episodes)])
@@ -206,36 +212,37 @@ class HindsightMemory:
         strategy picks. Index i refers to ``achieved_goal[:, i]``, the goal achieved after i steps.
         With ``random_mix`` a share of them is drawn from any stored step instead."""
         g_ep, g_idx = self._strategy_indices(ep, t, rng)
-        if self.random_mix > 0 and self.strategy not in ("random", "none"):
+        mix = self.settings.random_mix
+        if mix > 0 and self.settings.strategy not in ("random", "none"):
             # goals from other episodes lie at distances this episode never travelled (bit-flip: ~n/2)
-            mixed = rng.random(len(ep)) < self.random_mix
+            mixed = rng.random(len(ep)) < mix
             g_ep = g_ep.copy()  # future/final/episode return the caller's ep itself; g_idx is always new
             other, other_t = self.sample_steps(int(mixed.sum()), rng)
             g_ep[mixed], g_idx[mixed] = other, other_t + 1
         return g_ep, g_idx
 
     def _strategy_indices(self, ep: np.ndarray, t: np.ndarray, rng: np.random.Generator):
-        L = self.episodes.data["length"][ep]
+        L, strategy = self.episodes.data["length"][ep], self.settings.strategy
         u = rng.random(len(ep))
-        if self.strategy == "future":  # uniform over t+1 .. L: achieved at or after this transition's outcome
+        if strategy == "future":  # uniform over t+1 .. L: achieved at or after this transition's outcome
             return ep, t + 1 + (u * (L - t)).astype(np.int64)
-        if self.strategy == "final":
+        if strategy == "final":
             return ep, L
-        if self.strategy == "episode":  # uniform over 1 .. L
+        if strategy == "episode":  # uniform over 1 .. L
             return ep, 1 + (u * L).astype(np.int64)
-        if self.strategy == "random":  # uniform over every goal achieved by a stored step
+        if strategy == "random":  # uniform over every goal achieved by a stored step
             other, other_t = self.sample_steps(len(ep), rng)
             return other, other_t + 1
-        if self.strategy == "next":  # the goal the step itself achieved: a one-step success
+        if strategy == "next":  # the goal the step itself achieved: a one-step success
             return ep, t + 1
-        if self.strategy == "next_future":  # half next, half future (Ozgur et al. 2025)
+        if strategy == "next_future":  # half next, half future (Ozgur et al. 2025)
             future = t + 1 + (u * (L - t)).astype(np.int64)
             return ep, np.where(rng.random(len(ep)) < 0.5, t + 1, future)
         return ep, t + 1  # "none": unused
 
     def _transitions(self, ep, t, goal) -> dict[str, np.ndarray]:
         d = self.episodes.data
-        B, m = len(ep), self.n_step
+        B, m, gamma = len(ep), self.settings.n_step, self.settings.gamma
         L = d["length"][ep]
         idx = t[:, None] + 1 + np.arange(m)  # [B, m]: the goal achieved after step t + i
         valid = idx <= L[:, None]  # i = 0 is always valid (t < L)
@@ -255,12 +262,12 @@ class HindsightMemory:
             "obs": d["obs"][ep, t],
             "goal": goal,
             "action": d["action"][ep, t],
-            "reward": reward[:, 0] if m == 1 else (reward * counted * self.gamma ** np.arange(m)).sum(1).astype(np.float32),
+            "reward": reward[:, 0] if m == 1 else (reward * counted * gamma ** np.arange(m)).sum(1).astype(np.float32),
             "next_obs": d["obs"][ep, t + steps],
             "terminated": (term & counted).any(axis=1),
         }
-        if self.gamma is not None:
-            out["discount"] = (self.gamma ** steps).astype(np.float32)
+        if gamma is not None:
+            out["discount"] = (gamma ** steps).astype(np.float32)
         return out
 
     def sample(self, batch_size: int, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
@@ -272,7 +279,7 @@ class HindsightMemory:
         rng = self.rng if rng is None else rng
         ep, t = self.draw(batch_size, rng)
         goal = self.episodes.data["desired_goal"][ep]  # fancy indexing: already a copy
-        relabel = rng.random(batch_size) < self.relabel_prob
+        relabel = rng.random(batch_size) < self.settings.relabel_prob
         if relabel.any():
             g_ep, g_idx = self.goal_indices(ep[relabel], t[relabel], rng)
             goal[relabel] = self.episodes.data["achieved_goal"][g_ep, g_idx]
@@ -284,7 +291,7 @@ class HindsightMemory:
         training samples the same distribution lazily through :meth:`sample`."""
         rng = self.rng if rng is None else rng
         L = int(self.episodes.data["length"][episode_index])
-        k = 0 if self.strategy == "none" else self.k
+        k = 0 if self.settings.strategy == "none" else self.settings.k
         t = np.repeat(np.arange(L), k + 1)
         ep = np.full(len(t), episode_index, dtype=np.int64)
         goal = self.episodes.data["desired_goal"][ep]
