@@ -21,6 +21,7 @@ from gymnasium import spaces
 from her_rl.envs.custom import registered_id
 from her_rl.envs.families import ensure_registered
 from her_rl.envs.goal_env import ARRAY_SPACES, GOAL_KEYS, episode_horizon, extra_keys, goal_carrier
+from her_rl.envs.time_limits import time_limit
 from her_rl.errors import ConfigError, one_line, outside
 
 
@@ -34,6 +35,9 @@ class EnvSpaces:
     """Dict observation with observation/achieved_goal/desired_goal and a ``compute_reward``."""
     horizon: int | None = None
     """The longest an episode lasts, where known (its time limit): what one copy's collection may hold."""
+    default_limit: int | None = None
+    """The steps after which her-rl truncates the episodes of an env with no time limit of its own (said at
+    start); None: the env's own limit, or env.max_episode_steps."""
 
 
 _HELD: dict[tuple[str, str], list] = {}  # warnings each probe raised, until the run passes its checks
@@ -107,7 +111,9 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
         _PROBED.clear()
         _HELD.clear()
     _HELD[key] = said
-    _PROBED[key] = EnvSpaces(observation_space=obs, action_space=act, goal_env=bool(goal), horizon=horizon)
+    limit = time_limit(env, registered_id(env["id"]))
+    _PROBED[key] = EnvSpaces(observation_space=obs, action_space=act, goal_env=bool(goal), horizon=horizon,
+                             default_limit=limit.limit if limit.by_default else None)
     return _PROBED[key]
 
 

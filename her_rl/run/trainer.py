@@ -20,9 +20,8 @@ import numpy as np
 from her_rl.folder import checkpoint
 from her_rl.agent import IterationResult
 from her_rl.envs import make_vec
-from her_rl.envs.time_limits import episode_cap, time_limit
+from her_rl.envs.time_limits import episode_cap
 from her_rl.envs.checks import IN_CALL
-from her_rl.envs.custom import registered_id
 from her_rl.errors import EnvError, NonFiniteError, OutputError, printable
 from her_rl.folder.rundir import CHECKPOINT
 from her_rl.run.evaluation import eval_seed, evaluate, success_rule_of, success_source
@@ -86,11 +85,9 @@ class Trainer:
         self._reconsider_solved()
         self.first_iteration = state.iteration  # > 0 on resume: a finished run resumed logs nothing twice
         self.budget, self.wall_budget = int(config["budget"]["env_steps"]), config["budget"]["wall_time_s"]
-        env_cfg = config["env"]
-        limit = time_limit(env_cfg, registered_id(env_cfg["id"]))
-        if limit.by_default:  # the env would run forever: say where her-rl cuts its episodes
-            print(printable(f"env {env_cfg['id']} has no time limit of its own: her-rl truncates its episodes after "
-                            f"{limit.limit:,} steps (env.max_episode_steps sets another)"), flush=True)
+        if plan.spaces.default_limit:  # the env would run forever: say where her-rl cuts its episodes
+            print(printable(f"env {config['env']['id']} has no time limit of its own: her-rl truncates its episodes "
+                            f"after {plan.spaces.default_limit:,} steps (env.max_episode_steps sets another)"), flush=True)
         if slow := slow_precision(str(config["algo"].get("precision")), getattr(agent, "device", None)):
             warn(slow)
         self.eval_envs = make_vec(config["env"], int(config["eval"]["episodes"]), seed=int(config["seed"]))
@@ -140,12 +137,9 @@ class Trainer:
                  "or env.solved_return to what these episodes allow)")
 
     def _episode_steps(self) -> int | None:
-        """How long an episode may last: env.max_episode_steps, else a limit the env's kwargs, wrappers or
-        registration set (the registered one replaced by either of the first two)."""
-        env_cfg = self.config["env"]
-        limit = time_limit(env_cfg, registered_id(env_cfg["id"]))
-        own = (env_cfg.get("kwargs") or {}).get("max_episode_steps")
-        return limit.limit or own or limit.inner or episode_cap(self.eval_envs)
+        """How long an episode may last: the limit the probe read through the env's wrappers, else what the
+        evaluation copies say."""
+        return self.plan.spaces.horizon or episode_cap(self.eval_envs)
 
     def _reconsider_solved(self) -> None:
         """A resumed run is judged by this command's ``eval`` table: with ``stop_when_solved=false``, or a
