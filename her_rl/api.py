@@ -8,8 +8,8 @@ policy = her_rl.load("outputs/flip8")
 print(her_rl.evaluate(policy, episodes=100)["success_rate"])  # goal envs; "return" for any task
 ```
 
-The gate, the training runner, the saved side's ``load=`` evaluation, Hydra and the algorithms are
-imported on first use, so ``import her_rl`` stays light (no torch).
+This module loads torch, Hydra and the training runner; ``import her_rl`` stays light (no torch) because
+the package imports this module only when one of its names is first used (``her_rl.__getattr__``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,13 @@ import numbers
 from pathlib import Path
 from typing import Any, Sequence
 
+from her_rl.config.schema import MAX_ENVS
+from her_rl.envs import make_vec
+from her_rl.errors import ConfigError, one_line
+from her_rl.run.evaluation import evaluate as evaluate_agent, success_rule_of
+from her_rl.run.plan import Evaluation, gate
+from her_rl.run.runner import start
+from her_rl.saved.evaluate import evaluate_checkpoint
 from her_rl.saved.policy import Policy, load
 
 
@@ -27,11 +34,6 @@ def train(overrides: Sequence[str] = (), out_dir: str | Path | None = None) -> d
     checkpoints. Returns the results dict that is also written to ``results.json`` (``load=PATH``
     among the overrides: the evaluation report instead). Bad input raises :class:`her_rl.ConfigError`
     with the one line ``her-run`` would print."""
-    from her_rl.errors import ConfigError, one_line
-    from her_rl.run.plan import Evaluation, gate
-    from her_rl.run.runner import start
-    from her_rl.saved.evaluate import evaluate_checkpoint
-
     if isinstance(overrides, (str, bytes)) or not isinstance(overrides, Sequence):
         raise ConfigError(f"overrides must be a list of strings such as ['n=8'], got {type(overrides).__name__}")
     if not isinstance(out_dir, (str, Path, type(None))):
@@ -58,11 +60,6 @@ def evaluate(policy: Policy, episodes: int = 100, seed: int = 0) -> dict[str, fl
     ``env.success_key``, else a goal env's ``compute_reward`` at the goal), ``success_rate`` (at each
     episode's last step) and ``any_success_rate`` (at any step); a task without success has neither.
     The same ``seed`` gives the same episodes."""
-    from her_rl.envs import make_vec
-    from her_rl.run.evaluation import evaluate as evaluate_agent, success_rule_of
-    from her_rl.errors import ConfigError
-    from her_rl.config.schema import MAX_ENVS
-
     if not isinstance(policy, Policy):
         raise ConfigError(f"evaluate needs the Policy of her_rl.load(run_folder), got {type(policy).__name__}")
     if not _is_int(episodes) or not 1 <= episodes <= MAX_ENVS:

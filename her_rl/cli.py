@@ -29,7 +29,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from her_rl.folder import rundir, failures
 from her_rl.config.compose import hydra_message
@@ -39,6 +42,9 @@ from her_rl.config.overrides import check_overrides
 from her_rl.run.launchers import gather_each_job
 from her_rl.run.sweep import isolates, objective, optuna_settings, run_isolated
 from her_rl.run.signals import Stage, Stopped, early_stops, exit_at_once
+
+# Lazy imports in this file (tagged `# lazy: torch`): her_rl.run.plan, her_rl.run.runner and
+# her_rl.saved.evaluate load torch, and her-run takes its signals first (tests/test_exit_codes.py).
 
 # Flags after which Hydra does something other than run jobs (help, printing the config, ...).
 _RUN_FLAGS = ("-m", "--multirun")
@@ -70,7 +76,7 @@ def _preflight(argv: list[str]):
     """The command through its gate (:mod:`her_rl.run.plan`): a single run's checked plan (her-run trains
     it here, in this process, its folder locked from the check to the end) or ``load=``'s evaluation;
     a sweep: None, its variants checked and Hydra's launcher to run its jobs (each plans itself)."""
-    from her_rl.run.plan import gate, gate_sweep  # here: it loads torch, and her-run takes its signals first
+    from her_rl.run.plan import gate, gate_sweep  # lazy: torch
 
     overrides = [a for a in argv if a not in _RUN_FLAGS]
     if not set(argv) & set(_RUN_FLAGS):
@@ -81,16 +87,16 @@ def _preflight(argv: list[str]):
 
 def _start(checked) -> dict:
     """What the gate let through: a plan trained by the runner, or ``load=``'s evaluation by the saved side."""
-    from her_rl.run.plan import Evaluation  # here: they load torch, and her-run takes its signals first
-    from her_rl.run.runner import start
-    from her_rl.saved.evaluate import evaluate_checkpoint
+    from her_rl.run.plan import Evaluation  # lazy: torch
+    from her_rl.run.runner import start  # lazy: torch
+    from her_rl.saved.evaluate import evaluate_checkpoint  # lazy: torch
 
     return evaluate_checkpoint(checked) if isinstance(checked, Evaluation) else start(checked)
 
 
 def _run(checked) -> None:
     """Train the checked plan in this process (Hydra's launcher is for sweeps), or evaluate (``load=``)."""
-    from her_rl.run.plan import Evaluation  # here: it loads torch, and her-run takes its signals first
+    from her_rl.run.plan import Evaluation  # lazy: torch
 
     if isinstance(checked, Evaluation):
         _STAGE.name = "load"
@@ -105,9 +111,7 @@ def _run(checked) -> None:
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def _hydra_main(cfg: DictConfig) -> float | None:
-    from hydra.core.hydra_config import HydraConfig
-
-    from her_rl.run.plan import plan_run
+    from her_rl.run.plan import plan_run  # lazy: torch
 
     hc = HydraConfig.get()  # a sweep's job: a single run is trained by _run
     out, overrides = Path(hc.runtime.output_dir), list(hc.overrides.task)
@@ -184,9 +188,6 @@ def _main() -> None:
 
 def _checked(check, overrides: list[str]):
     """``check()``, its refusal one line with exit status 2 (an OS error on a path too)."""
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
     try:
         return check()
     except ConfigError as exc:
@@ -208,7 +209,7 @@ def _check_shown(argv: list[str]) -> DictConfig | None:
     """What Hydra is to show (``--help``, ``--cfg``, ``--info``) composes, so a bad override is one line
     rather than Hydra's report; ``--cfg job n=abc`` shows a config only if ``her-run n=abc`` would
     accept it."""
-    from her_rl.run.plan import gate_shown  # here: it loads torch, and her-run takes its signals first
+    from her_rl.run.plan import gate_shown  # lazy: torch
 
     if set(argv) & {"--shell-completion", "-sc"}:
         check_overrides([a for a in argv if not a.startswith("-")])  # completion queries, refused as overrides are

@@ -39,9 +39,17 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from her_rl.config import schema
+from her_rl.envs.custom import import_given
 from her_rl.errors import ConfigError, one_line, outside, printable, whole
 from her_rl.folder import metrics as metrics_file
+from her_rl.folder.atomic import write_atomic_text
 from her_rl.folder.rundir import RESULTS, check_folder
+from her_rl.rules import check_path
+
+# Lazy imports in this file, tagged at each: `# lazy: Hydra`: her-tune starts without Hydra and OmegaConf (nor the
+# her_rl modules that load them), so it takes its signals and answers --help at once; `# optional extra: tune`:
+# optuna, SQLAlchemy, alembic and Hydra's Optuna sweeper (pip install 'her-rl[tune]').
 
 PRUNERS = ("median", "percentile", "hyperband", "successive_halving", "none")
 SAMPLERS = ("tpe", "random")
@@ -123,12 +131,13 @@ def _checked_options(args: argparse.Namespace) -> None:
 def search_space(overrides: list[str]) -> tuple[list[str], dict[str, Any]]:
     """The overrides every trial gets as given, and the search space: key -> Optuna distribution, from the
     overrides in the Hydra Optuna sweeper's syntax (a comma list is a choice, as there)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
+    from hydra.core.override_parser.overrides_parser import OverridesParser  # lazy: Hydra
+    from hydra.errors import HydraException  # lazy: Hydra
 
     try:
         with warnings.catch_warnings():  # optuna 2.x on SQLAlchemy 2: declarative_base() moved
             warnings.simplefilter("ignore", DeprecationWarning)
+            # optional extra: tune
             from hydra_plugins.hydra_optuna_sweeper._impl import create_optuna_distribution_from_override
     except ImportError:
         raise ConfigError("her-tune needs Optuna and Hydra's Optuna sweeper: pip install 'her-rl[tune]'") from None
@@ -162,7 +171,7 @@ def _overrides(params: dict[str, Any]) -> list[str]:
 
 def _corners(space: dict[str, Any]) -> list[dict[str, Any]]:
     """Values to check: every choice and both ends of every range, one key at a time."""
-    from optuna.distributions import CategoricalDistribution
+    from optuna.distributions import CategoricalDistribution  # optional extra: tune
 
     values = {k: list(d.choices) if isinstance(d, CategoricalDistribution) else [d.low, d.high]
               for k, d in space.items()}
@@ -173,15 +182,13 @@ def _corners(space: dict[str, Any]) -> list[dict[str, Any]]:
 def check_runs(fixed: list[str], space: dict[str, Any]) -> str:
     """What her-run checks before a run (the overrides, the composed config, every value), for each
     choice and both ends of each range; returns the config's ``objective``."""
-    from hydra.errors import HydraException
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
+    from hydra.errors import HydraException  # lazy: Hydra
+    from omegaconf import OmegaConf  # lazy: Hydra
+    from omegaconf.errors import OmegaConfBaseException  # lazy: Hydra
 
-    from her_rl.config import schema
-    from her_rl.config.checks import validate
-    from her_rl.config.compose import check_group_names, compose, hydra_message
-    from her_rl.config.overrides import one_value_each
-    from her_rl.envs.custom import import_given
+    from her_rl.config.checks import validate  # lazy: Hydra
+    from her_rl.config.compose import check_group_names, compose, hydra_message  # lazy: Hydra
+    from her_rl.config.overrides import one_value_each  # lazy: Hydra
 
     objective = "final_eval"
     for i, params in enumerate(_corners(space)):
@@ -202,7 +209,7 @@ def check_runs(fixed: list[str], space: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------- Optuna parts
 
 def _pruner(args: argparse.Namespace):
-    import optuna
+    import optuna  # optional extra: tune
 
     warmup = args.warmup_evals + 1  # Optuna's steps are evaluation numbers 1, 2, ...; step < n_warmup_steps waits
     if args.pruner == "median":
@@ -218,7 +225,7 @@ def _pruner(args: argparse.Namespace):
 
 
 def _sampler(name: str, seed: int | None):
-    import optuna
+    import optuna  # optional extra: tune
 
     return optuna.samplers.RandomSampler(seed=seed) if name == "random" else optuna.samplers.TPESampler(seed=seed)
 
@@ -227,13 +234,13 @@ def _sqlalchemy2_fix() -> None:
     """Optuna 2.x (which Hydra's Optuna sweeper pins) stamps a new RDB storage's schema version on a
     connection it never commits; SQLAlchemy 2 does not commit it either, so the stamp is lost and the
     database stays locked. The two methods that do that, committing and closing their connection."""
-    import alembic.migration
-    import optuna
-    import sqlalchemy
+    import alembic.migration  # optional extra: tune
+    import optuna  # optional extra: tune
+    import sqlalchemy  # optional extra: tune
 
     if int(optuna.__version__.split(".")[0]) >= 3 or int(sqlalchemy.__version__.split(".")[0]) < 2:
         return
-    from optuna.storages._rdb import storage as rdb
+    from optuna.storages._rdb import storage as rdb  # optional extra: tune
 
     def stamp(self, revision: str) -> None:
         with self.engine.begin() as conn:
@@ -256,8 +263,8 @@ def _hidden(url: str) -> str:
 
 def check_storage(url: str) -> None:
     """A storage URL Optuna can open, refused before anything is written."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+    from sqlalchemy.engine import make_url  # optional extra: tune
+    from sqlalchemy.exc import ArgumentError  # optional extra: tune
 
     try:
         parsed = make_url(url)
@@ -269,8 +276,8 @@ def check_storage(url: str) -> None:
 
 def open_study(url: str, name: str, sampler, pruner):
     """The study in the storage (created when new), with heartbeats where the storage keeps them."""
-    import optuna
-    from optuna.exceptions import ExperimentalWarning
+    import optuna  # optional extra: tune
+    from optuna.exceptions import ExperimentalWarning  # optional extra: tune
 
     _sqlalchemy2_fix()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -379,9 +386,9 @@ class Trial:
 
     def finish(self, objective: str, interrupted: bool = False) -> str:
         """Tell the study how the trial ended; its state's name."""
-        from optuna.trial import TrialState
+        from optuna.trial import TrialState  # optional extra: tune
 
-        from her_rl.run.sweep import objective as sweep_objective
+        from her_rl.run.sweep import objective as sweep_objective  # lazy: OmegaConf (run.sweep loads it)
 
         self.proc.wait()
         self.follow()  # the lines written before it ended
@@ -487,8 +494,6 @@ def best_line(fixed: list[str], params: dict[str, Any]) -> str:
 
 
 def _write(folder: Path, data: dict) -> None:
-    from her_rl.folder.checkpoint import write_atomic_text
-
     try:
         write_atomic_text(folder / STUDY_FILE, json.dumps(data, indent=1, default=str) + "\n")
     except OSError as exc:
@@ -632,8 +637,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         _checked_options(args)
-        from her_rl.config.overrides import check_overrides
-        from her_rl.rules import check_path
+        from her_rl.config.overrides import check_overrides  # lazy: Hydra
 
         check_path("--dir", args.dir)
         check_overrides(args.overrides)

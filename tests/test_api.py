@@ -135,6 +135,17 @@ def test_public_names():
         assert name in her_rl.__all__ and hasattr(her_rl, name)
 
 
+def test_the_building_blocks_are_her_rl_rl_s_one_list_read_without_torch():
+    """her_rl serves every name of her_rl.rl.__all__ (the one list of building blocks); listing them
+    (__all__, dir) loads no torch, naming one imports it."""
+    code = ("import sys, her_rl; names = list(her_rl.__all__); shown = dir(her_rl); before = 'torch' in sys.modules; "
+            "import her_rl.rl as rl; print(before, names[len(names) - len(rl.__all__):] == list(rl.__all__), "
+            "set(rl.__all__) <= set(shown), all(getattr(her_rl, n) is getattr(rl, n) for n in rl.__all__))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True", "True", "True"]
+    assert not hasattr(her_rl, "nope") and not hasattr(her_rl, "_blocks_missing")
+
+
 def test_example_script_trains_loads_and_evaluates(tmp_path):
     script = ROOT / "experiments" / "train_load_evaluate.py"
     assert len([line for line in script.read_text().splitlines() if line.strip()]) < 20

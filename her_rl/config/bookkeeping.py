@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from her_rl.config.schema import TOP
+
 TABLES = ("budget", "eval", "checkpoint", "guard", "video", "wandb", "mlflow")
 """Tables whose every key is bookkeeping."""
 KEYS = ("progress", "device", "threads", "logger")
@@ -67,6 +69,4 @@ def leaf_keys(tables: dict[str, Any]) -> list[str]:
 
 def exclude_keys() -> list[str]:
     """Resolver ``${bookkeeping_keys:}`` in conf/config.yaml: the keys left out of folder names."""
-    from her_rl.config.schema import TOP
-
     return leaf_keys(TOP)

@@ -52,7 +52,7 @@ def by_size(size: Any, table: dict[Any, Any]) -> Any:
 
 
 def check_device(name: str) -> None:
-    import torch
+    import torch  # lazy: her-run imports this module at its start, before torch
 
     if name == "cuda" and torch.version.cuda is None:
         raise ConfigError(f"device=cuda, but the installed torch {torch.__version__} is a CPU build without CUDA: "
@@ -82,7 +82,7 @@ def check(data: dict[str, Any], sources: dict[str, str] | None = None) -> EnvSpa
     """Check a resolved config that holds every key the run needs (``sources``: the interpolation each
     value came from, to name it in an error); raise ConfigError on the first invalid value; return the
     env's probed spaces."""
-    from her_rl.rl.memory import check_env_copies  # her_rl.rl loads torch: her-run imports this module at its start
+    from her_rl.rl.memory import check_env_copies  # lazy: torch (her-run imports this module at its start)
 
     try:
         schema.check(data)

@@ -24,6 +24,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from hydra import compose as hydra_compose, initialize_config_module
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from her_rl.config import schema
@@ -57,9 +60,6 @@ _LAST: list = []  # (overrides, hydra, config) of the last composition: the choi
 
 def composed(overrides: list[str], hydra: bool = False) -> DictConfig:
     """Hydra's composition of these overrides as they stand (checked and chosen already)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_module
-
     key = (tuple(expand_overrides(overrides)), hydra, os.getcwd())  # the hydra node holds the working folder
     with _HYDRA:  # Hydra's global state takes one composition at a time (her_rl.train from several threads)
         if not _LAST or _LAST[0] != key:
@@ -81,8 +81,6 @@ class Choice:
 
 def _given(overrides: list[str]) -> dict[str, str]:
     """``{key: value}`` of the command's overrides (a deletion as ``~``; a sweep's values as written)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     given = {}
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         given[override.key_or_group] = "~" if override.is_delete() else str(override.value())
@@ -206,8 +204,6 @@ def check_group_names(overrides: list[str]) -> None:
     """Reject an override that would make Hydra run code (:func:`her_rl.config.overrides.check_overrides`), then
     unknown algo/env/tuned names with one line listing the choices, before Hydra composes (sweeps
     included: ``algo=ppo,reinforce``, ``env=choice(cartpole,nope)``)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     check_overrides(overrides)
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         if override.is_delete() and override.key_or_group in schema.GROUPS:  # Hydra would fail on ${algo}_${env}
@@ -220,8 +216,6 @@ def check_group_names(overrides: list[str]) -> None:
 
 
 def _malformed(overrides: list[str]) -> str | None:
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     parser = OverridesParser.create()
     for override in overrides:
         try:
@@ -258,8 +252,6 @@ def unknown_key(key: str, overrides: list[str] = ()) -> str:
 
 def hydra_message(exc: BaseException, overrides: list[str]) -> str:
     """One line for an error Hydra or OmegaConf raised while composing the config."""
-    from hydra.errors import MissingConfigException, OverrideParseException
-
     text = str(exc)
     if isinstance(exc, OverrideParseException):
         bad = _malformed(overrides)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
 from her_rl.errors import ConfigError
 
 HYDRA_GROUPS = ("hydra/launcher", "hydra/sweeper", "hydra/sweeper/sampler", "hydra/job_logging",
@@ -128,8 +130,6 @@ def check_overrides(overrides: list[str]) -> None:
     """Refuse, before Hydra composes or instantiates anything, an override that would make Hydra
     call code the command names or read configs from elsewhere (see ``HYDRA_SETTINGS``), and a
     value no config needs that would crash Hydra's parser (see ``_parse``)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     parser = OverridesParser.create()
     for line in overrides:
         override = _parse(parser, line)
@@ -146,8 +146,6 @@ def sweep_values(override) -> list:
     """The values a parsed override gives its jobs, unescaped. Hydra hands each job a sweep value as
     override text, escaped (``env.id=mod:A-v0,mod:B-v0`` -> ``mod\\:A-v0``), so a value is that text
     parsed back (Hydra's grammar, ``.value()``), never the text itself."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     if not override.is_sweep_override():
         return [override.value()]
     parser = OverridesParser.create()
@@ -157,8 +155,6 @@ def sweep_values(override) -> list:
 def sweep_variants(overrides: list[str]) -> list[list[str]]:
     """Each value of each swept key once (other sweeps at their first value): every value a sweep
     would use is checked without composing the whole product."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     parsed = OverridesParser.create().parse_overrides(list(overrides))
     choices = []
     for o in parsed:
@@ -181,8 +177,6 @@ def sweep_variants(overrides: list[str]) -> list[list[str]]:
 def one_value_each(overrides: list[str]) -> list[str]:
     """The overrides with every sweep split into one override per value, each as Hydra writes it for a
     job (escaped), so that code reading one job's overrides reads every value of the sweep."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     out = []
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         if not override.is_sweep_override():

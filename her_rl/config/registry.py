@@ -108,6 +108,7 @@ def learners() -> dict[str, type]:
     """Each name's learner class. Imported on first use, not with this module: her-run refuses a bad
     command before torch loads."""
     if not _LEARNERS:
+        # lazy: the algorithms load torch, and her-run refuses a bad command before that
         from her_rl.algos.her_crossq import HerCrossQ
         from her_rl.algos.her_ddpg import HerDDPG
         from her_rl.algos.her_dqn import HerDQN
@@ -142,7 +143,7 @@ def resolve_target(algo: str, target: str | None) -> type:
 
 def accepted_params(name: str) -> list[str]:
     """The hyperparameters (config keys) the registered class of algo ``name`` accepts: its fields."""
-    from her_rl.algos.base import RUNTIME_ARGS  # with the learners: torch
+    from her_rl.algos.base import RUNTIME_ARGS  # lazy: torch, as the learners
 
     return [f.name for f in fields(resolve_target(name, None)) if f.init and f.name not in RUNTIME_ARGS]
 

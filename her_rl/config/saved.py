@@ -13,7 +13,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from her_rl.config import bookkeeping
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from her_rl.config import bookkeeping, schema
 from her_rl.errors import CheckpointError, ConfigError
 from her_rl.rules import show
 
@@ -58,8 +60,6 @@ def _leaves(cfg: dict[str, Any], prefix: str = "") -> list[str]:
 
 def _override_keys(overrides: list[str]) -> list[tuple[str, bool]]:
     """``(key, is_group)`` for each command-line override, parsed with Hydra's own grammar."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     keys = []
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         key = override.key_or_group
@@ -119,8 +119,6 @@ def merge(saved: dict[str, Any], current: dict[str, Any], overrides: list[str] |
 def check_saved(saved: dict[str, Any], path: Any) -> None:
     """The saved run's own config must pass the rules it was started under: a value edited into the
     checkpoint is named as the checkpoint's fault, before this command's changes are merged in."""
-    from her_rl.config import schema
-
     try:
         schema.check(saved["config"])
     except ConfigError as exc:

@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from her_rl.errors import ConfigError
 
 
 def _config_defaults() -> dict[str, Any]:
     """The ``video`` settings of conf/config.yaml: written there once, for her-run and for Python callers."""
-    import yaml
-
     text = (Path(__file__).parents[1] / "conf" / "config.yaml").read_text(encoding="utf-8")
     return dict(yaml.safe_load(text)["video"])
 

@@ -105,6 +105,7 @@ def ids_given(overrides: Iterable[str] | None) -> list[str]:
     """The ``env.id`` values of command-line overrides (every value of a sweep) that name a module."""
     if not overrides:
         return []
+    # lazy: `import her_rl` (this module's importer) loads no Hydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     found = []

@@ -168,7 +168,7 @@ _WRAPPED: set[str] = set()  # families whose entry points are wrapped
 
 def _check_mujoco(label: str, family: Family) -> None:
     """mujoco 4.x breaks gymnasium-robotics 1.4.x (an AssertionError in ``set_joint_qpos``)."""
-    import mujoco
+    import mujoco  # optional extra: mujoco (gymnasium-robotics)
 
     version = str(getattr(mujoco, "__version__", "0"))
     if not version.startswith("3."):  # checked before gymnasium_robotics is imported against it

@@ -96,7 +96,7 @@ class CachedJointUtils:
 
     def robot_get_obs(self, model, data, joint_names):
         if self._addresses is None and not self._by_name:
-            import mujoco
+            import mujoco  # optional extra: mujoco (gymnasium-robotics)
 
             ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in joint_names if n.startswith("robot")]
             one_coordinate = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))

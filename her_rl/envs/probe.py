@@ -18,6 +18,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from her_rl.envs import make_vec  # the package, imported before this module whatever imports it
 from her_rl.envs.custom import registered_id
 from her_rl.envs.families import ensure_registered
 from her_rl.envs.goal_env import ARRAY_SPACES, GOAL_KEYS, episode_horizon, extra_keys, goal_carrier
@@ -69,8 +70,6 @@ def probe_env(env: dict[str, Any]) -> EnvSpaces:
     This is how goal-ness is known: a Dict observation with observation/achieved_goal/desired_goal
     and a ``compute_reward`` on the env, whatever the env's name.
     """
-    from her_rl.envs import make_vec  # the built-in envs load torch: her-run's start does not
-
     ensure_registered(env["id"], env.get("name"))  # Fetch ids: gymnasium-robotics registers them, or one line
     # Only registered ids, never an import here: a "module:Env-v0" id's module must already be imported.
     key = (json.dumps(env, sort_keys=True, default=str), repr(gym.registry[registered_id(env["id"])]))

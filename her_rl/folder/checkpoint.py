@@ -14,7 +14,6 @@ import errno
 import os
 import random
 import re
-import tempfile
 import warnings
 import zipfile
 from pathlib import Path
@@ -24,50 +23,14 @@ import numpy as np
 import torch
 
 from her_rl.errors import CheckpointError
+from her_rl.folder.atomic import _write_atomic, remove_stale_temps
+from her_rl.folder.atomic import write_atomic_bytes, write_atomic_text  # noqa: F401  (also importable from here)
 from her_rl.folder.resume import without_retired
 from her_rl.folder.state import RunState
 from her_rl.folder.rundir import CHECKPOINT
 
 KEYS = ("agent", "runner", "rng", "config")
 """What a her-rl checkpoint dict holds."""
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def remove_stale_temps(path: Path) -> list[Path]:
-    """Delete ``<name>.*.tmp`` files that killed saves left beside ``path``. Safe only while this
-    process is the folder's one writer (the runner holds the run folder's lock)."""
-    removed = []
-    for tmp in path.parent.glob(path.name + ".*.tmp"):
-        if tmp.is_symlink() or tmp.is_file():  # a folder of that name is not ours to remove; new temps avoid it
-            tmp.unlink(missing_ok=True)
-            removed.append(tmp)
-    return removed
-
-
-def _write_atomic(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)  # the rename itself survives a power cut
 
 
 def save(obj: dict[str, Any], path: str | os.PathLike) -> Path:
@@ -182,18 +145,6 @@ def _check_rng(state: Any, path: Path) -> None:
                               f"({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
     finally:
         set_rng_state(before)
-
-
-def write_atomic_text(path: str | os.PathLike, text: str) -> None:
-    """Replace a small text file (results.json, config) atomically, through a unique temp file."""
-    write_atomic_bytes(path, text.encode())
-
-
-def write_atomic_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically: a temp file in the same folder, fsync, rename. A
-    symlink at ``path`` is replaced by the file, never written through; on OSError (a full disk) the
-    previous file is untouched and no temp file is left."""
-    _write_atomic(Path(path), lambda f: f.write(data))
 
 
 def rng_state() -> dict[str, Any]:

@@ -21,7 +21,11 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, one_line, outside, printable
+from her_rl.folder.atomic import write_atomic_text
 from her_rl.folder.parse import json_value
 from her_rl.folder.rundir import FAILED, FolderBusy
 _SLACK_S = 1.0  # file times come from a coarse kernel clock: a job's file may look a little older than the sweep
@@ -37,9 +41,6 @@ class JobDied(RuntimeError):
 
 
 def in_multirun() -> bool:
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
@@ -64,8 +65,6 @@ def record(out: Path, line: str, code: int, overrides: list[str]) -> bool:
     """Write ``failed.json`` atomically (temp file in the folder, fsync, rename); the overrides name
     the job's setting in the summary when it failed before writing its history. False (and a
     warning line) when it cannot be written."""
-    from her_rl.folder.checkpoint import write_atomic_text
-
     path = out / FAILED
     try:
         out.mkdir(parents=True, exist_ok=True)

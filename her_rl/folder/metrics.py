@@ -29,11 +29,13 @@ it reads the TensorBoard events instead.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
+from her_rl.folder.atomic import remove_stale_temps, write_atomic_text
 from her_rl.folder.parse import json_value
 
 METRICS = "metrics.jsonl"
@@ -51,8 +53,6 @@ class MetricsWriter:
     """Appends the scalars of a run to ``folder/metrics.jsonl`` (see the module docstring)."""
 
     def __init__(self, folder: Path, start_step: int = 0):
-        from her_rl.folder.checkpoint import remove_stale_temps, write_atomic_text
-
         self.path = Path(folder) / METRICS
         remove_stale_temps(self.path)  # a rewrite a killed run left half done (a folder of that name stays)
         self.damaged: list[int] = []  # numbers of the damaged lines dropped on open (a cut last line is not told)
@@ -137,8 +137,8 @@ def read_metrics(folder: str | Path) -> dict[str, list[Point]]:
 
 
 def _from_events(tb_dir: Path) -> dict[str, list[Point]]:
-    import logging
-
+    # lazy: tensorboard is heavy, and only runs that logged to tb/ alone need it (her-tune and
+    # her-summary import this module at their start)
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     logging.getLogger("tensorboard").setLevel(logging.ERROR)  # "No path found after ..." at the end of a file

@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from her_rl.config.bookkeeping import exclude_keys
 from her_rl.errors import ConfigError, FolderBusy
 from her_rl.folder.parse import json_value
 
@@ -54,18 +55,17 @@ def swept_dirname(fallback: str, task: Any) -> str:
 def register_resolvers() -> None:
     """``${run_suffix:}`` and ``${swept_dirname:...}`` in the Hydra run/sweep folder names
     (the suffix is cached: one value per config), ``${bookkeeping_keys:}`` and ``${by_size:...}``."""
-    from omegaconf import OmegaConf  # here: her_rl.load reads this module's names without OmegaConf
+    from omegaconf import OmegaConf  # lazy: OmegaConf/Hydra (her-tune imports this module at its start)
 
     if not OmegaConf.has_resolver(SUFFIX_RESOLVER):
         OmegaConf.register_new_resolver(SUFFIX_RESOLVER, suffix, use_cache=True)
     if not OmegaConf.has_resolver(SWEPT_RESOLVER):
         OmegaConf.register_new_resolver(SWEPT_RESOLVER, swept_dirname)
     if not OmegaConf.has_resolver("bookkeeping_keys"):  # left out of folder names: her_rl/config/bookkeeping.py
-        from her_rl.config.bookkeeping import exclude_keys
 
         OmegaConf.register_new_resolver("bookkeeping_keys", exclude_keys)
     if not OmegaConf.has_resolver("by_size"):  # settings by task size (the bit-flip tuned file)
-        from her_rl.config.checks import by_size
+        from her_rl.config.checks import by_size  # lazy: OmegaConf, as above
 
         OmegaConf.register_new_resolver("by_size", by_size)
 
@@ -75,7 +75,7 @@ class SweptKeys:
     the command line, or an experiment's ``hydra.sweeper.params``) for :func:`swept_dirname`."""
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
-        from hydra.core.override_parser.overrides_parser import OverridesParser
+        from hydra.core.override_parser.overrides_parser import OverridesParser  # lazy: Hydra, as above
 
         given = [str(o) for o in config.hydra.overrides.task]
         params = config.hydra.sweeper.get("params") or {}

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 __all__ = ["RewardHistory"]
 
@@ -59,8 +61,6 @@ class RewardHistory:
     def plot(self, path: str | os.PathLike, title: str | None = None) -> str:
         """Save the learning curve to ``path`` (PNG) and return the path."""
         # Figure + Agg canvas directly: works headless and leaves pyplot's global backend alone.
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
 
         fig = Figure(figsize=(7, 4))
         FigureCanvasAgg(fig)

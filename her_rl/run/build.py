@@ -19,6 +19,7 @@ import torch
 
 from her_rl.errors import CheckpointError, one_line, outside
 from her_rl.config.registry import build_agent
+from her_rl.run.guard import _components
 
 ENV_SNAPSHOT = "envs"
 """The key of a vector env's own snapshot (her_rl/envs/state.py): its attributes may rightly hold inf
@@ -94,8 +95,6 @@ def check_state(agent: Any, state: Mapping[str, Any], path: str | Path | None, a
 def check_optimizers(agent: Any, path: str | Path | None) -> None:
     """Loaded optimiser moments of their parameters' shapes: torch loads any shape, and the first
     update would fail on it (or broadcast) after the run folder is taken."""
-    from her_rl.run.guard import _components
-
     for name, optimizer in _components(agent)[1]:
         params = [p for group in optimizer.param_groups for p in group["params"]]
         for i, param in enumerate(params):

@@ -24,11 +24,17 @@ import os
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, setup_globals
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from her_rl.errors import one_line, outside
 from her_rl.folder import failures, rundir
 from her_rl.run.sweep import job_lost
+
+# Lazy imports in this file are the optional extras (tagged `# optional extra`): Hydra's Ray and submitit
+# launcher plugins, ray, submitit.
 
 log = logging.getLogger(__name__)
 _RETRIES = "max_retries"  # Ray's retries of a task whose worker died (3 by default)
@@ -37,11 +43,11 @@ _RETRIES = "max_retries"  # Ray's retries of a task whose worker died (3 by defa
 def gather_each_job() -> None:
     """Replace the Ray and submitit plugins' ``launch`` (those installed) with the ones here."""
     with contextlib.suppress(ImportError):
-        from hydra_plugins.hydra_ray_launcher.ray_launcher import RayLauncher
+        from hydra_plugins.hydra_ray_launcher.ray_launcher import RayLauncher  # optional extra
 
         RayLauncher.launch = _launch_on_ray
     with contextlib.suppress(ImportError):
-        from hydra_plugins.hydra_submitit_launcher.submitit_launcher import BaseSubmititLauncher
+        from hydra_plugins.hydra_submitit_launcher.submitit_launcher import BaseSubmititLauncher  # optional extra
 
         BaseSubmititLauncher.launch = _launch_on_submitit
 
@@ -58,8 +64,6 @@ def _gathered(config: Callable[[], DictConfig], result: Callable[[], Any]) -> An
     """A job's ``JobReturn``. For a job that handed back none (``result`` returns :class:`Lost`), its
     failure named and recorded, and a ``JobReturn`` without an objective (what a job that failed in
     its own process returns). ``config``: the job's config, composed only when needed."""
-    from hydra.core.utils import JobReturn, JobStatus
-
     outcome = result()
     if not isinstance(outcome, Lost):
         return outcome
@@ -75,8 +79,6 @@ def _gathered(config: Callable[[], DictConfig], result: Callable[[], Any]) -> An
 def _folder(job: DictConfig) -> Path:
     """A job's folder, named as Hydra's run_job names it in the job's process (with the job's config
     as Hydra's config meanwhile, for ``${hydra:...}``); her-rl's own name for it if that fails."""
-    from hydra.core.hydra_config import HydraConfig
-
     hydra, held = job.hydra, HydraConfig.instance().cfg
     try:
         HydraConfig.instance().set_config(job)
@@ -93,9 +95,7 @@ def _folder(job: DictConfig) -> Path:
 def _launch_on_ray(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:
     """hydra_ray_launcher's ``_core.launch`` (1.2), with Ray's retries off unless asked for and each
     job's result got on its own."""
-    from hydra.core.singleton import Singleton
-    from hydra.core.utils import configure_log, filter_overrides, setup_globals
-    from hydra_plugins.hydra_ray_launcher._launcher_util import launch_job_on_ray, start_ray
+    from hydra_plugins.hydra_ray_launcher._launcher_util import launch_job_on_ray, start_ray  # optional extra
 
     setup_globals()
     configure_log(launcher.config.hydra.hydra_logging, launcher.config.hydra.verbose)
@@ -117,8 +117,8 @@ def _launch_on_ray(launcher: Any, job_overrides: Sequence[Sequence[str]], initia
 
 
 def _ray_result(ref: Any) -> Any:
-    import ray
-    from ray import exceptions as rex
+    import ray  # optional extra
+    from ray import exceptions as rex  # optional extra
 
     try:
         return ray.get(ref)
@@ -138,10 +138,8 @@ def _ray_result(ref: Any) -> Any:
 def _launch_on_submitit(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:
     """hydra_submitit_launcher's ``BaseSubmititLauncher.launch`` (1.2), with each job's result got on
     its own."""
-    import submitit
-    from hydra.core.singleton import Singleton
-    from hydra.core.utils import filter_overrides
-    from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+    import submitit  # optional extra
+    from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf  # optional extra
 
     kind, params = launcher._EXECUTOR, launcher.params
     specific_init_keys = {"max_num_timeout"}
@@ -174,8 +172,8 @@ def _sweep_config(launcher: Any, overrides: list[str], idx: int) -> DictConfig:
 
 
 def _submitit_result(job: Any) -> Any:
-    from submitit import LocalJob
-    from submitit.core.utils import FailedJobError, UncompletedJobError
+    from submitit import LocalJob  # optional extra
+    from submitit.core.utils import FailedJobError, UncompletedJobError  # optional extra
 
     job.wait()
     local = isinstance(job, LocalJob)

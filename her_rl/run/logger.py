@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tensorboard.plugins.hparams.api_pb2 import DataType
+from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
 from torch.utils.tensorboard import SummaryWriter
+from torch.utils.tensorboard.summary import hparams as hparams_summary
 
 from her_rl.config import bookkeeping
 from her_rl.folder.metrics import MetricsWriter
@@ -76,8 +79,6 @@ class RunLogger:
     def hparams(self, hparams: dict[str, Any], metrics: dict[str, float]) -> None:
         """The run's hyperparameters with its final metrics (TensorBoard's HParams tab), in this run's
         own event files, so a sweep's runs compare side by side under ``--logdir <sweep>``."""
-        from torch.utils.tensorboard.summary import hparams as hparams_summary
-
         if self.writer is None:
             return
         clean = {k: v if isinstance(v, (bool, int, float, str)) else str(v) for k, v in hparams.items()}
@@ -154,9 +155,6 @@ def _identity(folder: Path) -> tuple[int, int] | None:
 
 def _with_bools(summary, flags: dict[str, bool]):
     """torch's ``hparams`` logs a bool as a number (``isinstance(True, int)``): mark it a bool."""
-    from tensorboard.plugins.hparams.api_pb2 import DataType
-    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
-
     for value in summary.value:
         data = HParamsPluginData.FromString(value.metadata.plugin_data.content)
         if data.HasField("session_start_info"):

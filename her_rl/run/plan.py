@@ -30,6 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -230,8 +231,6 @@ def _check_values(cfg: DictConfig, overrides: list[str]) -> None:
 def given_overrides(overrides: list[str] | None) -> list[str] | None:
     """The keys given on the command line: these, or Hydra's when called inside a Hydra job."""
     if overrides is None:
-        from hydra.core.hydra_config import HydraConfig
-
         if HydraConfig.initialized():
             return list(HydraConfig.get().overrides.task)
     return None if overrides is None else list(overrides)
@@ -240,8 +239,6 @@ def given_overrides(overrides: list[str] | None) -> list[str] | None:
 def _hydra_files() -> tuple[str, ...]:
     """What Hydra itself wrote into this job's folder before the run started (with
     ``hydra/job_logging=default``: its log file)."""
-    from hydra.core.hydra_config import HydraConfig
-
     return (f"{HydraConfig.get().job.name}.log",) if HydraConfig.initialized() else ()
 
 
@@ -259,8 +256,6 @@ def plan_run(cfg: DictConfig | dict[str, Any], out_dir: str | Path | None = None
 def _plan(cfg: DictConfig | dict[str, Any], out: Path | None, overrides: list[str] | None) -> Plan:
     """Steps 4-6: the run folder (None: a new one), the checkpoint to resume and its merged config, the
     values and the env."""
-    from hydra.core.hydra_config import HydraConfig
-
     current = resolved(cfg, overrides)
     TOP["resume"].check("resume", current.get("resume"))
     video.options(current, overrides)  # refuses video keys: training records none

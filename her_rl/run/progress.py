@@ -19,6 +19,9 @@ import time
 from pathlib import Path
 from typing import Callable, TextIO
 
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+
 from her_rl.errors import printable
 
 LOG_EVERY_S = 10.0  # outside a terminal: a plain line this often (and one at the end)
@@ -47,9 +50,6 @@ def job_label(algo: str, env: str) -> tuple[str, bool]:
 
     A single run is ``algo/env``; a sweep job is ``#<job number> <its folder name>`` (the overrides
     the sweep varies), and runs in parallel unless Hydra's basic (sequential) launcher runs it."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
     if not HydraConfig.initialized():
         return f"{algo}/{env}", False
     hc = HydraConfig.get()

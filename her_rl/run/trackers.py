@@ -39,8 +39,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from her_rl.errors import ConfigError, one_line
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import OmegaConf
+
+from her_rl.errors import ConfigError, one_line, printable
+from her_rl.folder.atomic import remove_stale_temps, write_atomic_text
+from her_rl.folder.metrics import METRICS, _lines
 from her_rl.folder.rundir import TRACKERS
+from her_rl.run.progress import warn
+
+# Lazy imports in this file are the optional extras wandb and mlflow (tagged `# optional extra`).
 
 NAMES = ("tensorboard", "wandb", "mlflow")
 REMOTE = ("wandb", "mlflow")
@@ -88,9 +97,6 @@ def _mlflow_uri(config: dict[str, Any]) -> str | None:
 def sweep_folder() -> Path | None:
     """The sweep folder of this job when it runs in a Hydra multirun, else None."""
     try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
-
         if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
             return Path(str(HydraConfig.get().sweep.dir)).absolute()
     except Exception:  # noqa: BLE001  (no sweep is known: a job on its own)
@@ -164,7 +170,7 @@ class WandbTracker(Tracker):
         self.run.summary.update(numbers)
 
     def video(self, path: Path, step: int) -> None:
-        import wandb
+        import wandb  # optional extra
 
         self.run.log({f"videos/{path.stem}": wandb.Video(str(path), format=path.suffix.lstrip("."))})
 
@@ -201,9 +207,9 @@ class MlflowTracker(Tracker):
 
     def __init__(self, out: Path, config: dict[str, Any], saved: dict[str, Any], run_name: str):
         _import("mlflow")
-        from mlflow.entities import Param
-        from mlflow.exceptions import MlflowException
-        from mlflow.tracking import MlflowClient
+        from mlflow.entities import Param  # optional extra
+        from mlflow.exceptions import MlflowException  # optional extra
+        from mlflow.tracking import MlflowClient  # optional extra
 
         settings = config.get("mlflow") or {}
         uri = _mlflow_uri(config)
@@ -239,7 +245,7 @@ class MlflowTracker(Tracker):
             client.log_batch(self.run_id, params=params[start:start + 100], synchronous=True)
 
     def log(self, values: dict[str, float], step: int, wall_time: float) -> None:
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # optional extra
 
         stamp = int(wall_time * 1000) or int(time.time() * 1000)
         metrics = [Metric(k, float(v), stamp, int(step)) for k, v in values.items()]
@@ -370,8 +376,6 @@ def open_trackers(out: Path, config: dict[str, Any], start_step: int, resumed: b
     wanted = [name for name in names(config) if name in REMOTE]
     if not wanted:
         return None
-    from her_rl.folder.checkpoint import remove_stale_temps, write_atomic_text
-    from her_rl.folder.metrics import METRICS, _lines
 
     saved = _read_ids(out) if resumed else {}
     run_name = out.name
@@ -407,7 +411,6 @@ def send_videos(out: Path, config: dict[str, Any], paths: list[Path], lock: Any 
     ``trackers.json``); a tracker that fails is one warning, the videos stay in the folder."""
     if not any(name in REMOTE for name in names(config)) or not (out / IDS).is_file():
         return
-    from her_rl.run.progress import warn
 
     if lock is not None and hasattr(lock, "lost") and lock.lost() is not None:
         return
@@ -431,8 +434,6 @@ class SweepParent:
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
         os.environ.pop(PARENT_ENV, None)
         try:
-            from omegaconf import OmegaConf
-
             cfg = OmegaConf.to_container(config, resolve=False)
             if "mlflow" not in names(cfg) or not isinstance(cfg.get("logger"), list):
                 return
@@ -442,7 +443,7 @@ class SweepParent:
                 return  # each job refuses the run with one line
             sweep = str(Path(str(config.hydra.sweep.dir)).absolute())
             _import("mlflow")
-            from mlflow.tracking import MlflowClient
+            from mlflow.tracking import MlflowClient  # optional extra
 
             client = MlflowClient(tracking_uri=uri)
             experiment = settings.get("experiment") or "her-rl"
@@ -457,7 +458,6 @@ class SweepParent:
             self.client, self.run_id = client, run.info.run_id
             os.environ[PARENT_ENV] = self.run_id
         except Exception as exc:  # noqa: BLE001  (the sweep runs without a parent run)
-            from her_rl.errors import printable
 
             print(printable(f"her-run: warning: no MLflow parent run for this sweep ({one_line(exc)[:200]}); its jobs "
                             "share the tag her_rl.sweep"), file=sys.stderr, flush=True)

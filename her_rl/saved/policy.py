@@ -18,9 +18,15 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from her_rl.config.checks import check_device
+from her_rl.config.saved import check_saved
+from her_rl.envs.custom import registered_id
+from her_rl.envs.families import ensure_registered
+from her_rl.envs.time_limits import time_limit
 from her_rl.folder import checkpoint
 from her_rl.errors import CheckpointError, ConfigError, one_line
 from her_rl.folder.rundir import CHECKPOINT
+from her_rl.run.build import make_agent
 
 
 def checkpoint_path(path: str | Path) -> Path:
@@ -36,10 +42,6 @@ def checkpoint_path(path: str | Path) -> Path:
 
 def make_env(env_cfg: dict[str, Any], render_mode: str | None = None, **kwargs: Any) -> gym.Env:
     """The single gymnasium env of an ``env`` config group (``kwargs`` override the group's)."""
-    from her_rl.envs.time_limits import time_limit
-    from her_rl.envs.custom import registered_id
-    from her_rl.envs.families import ensure_registered
-
     ensure_registered(env_cfg["id"], env_cfg.get("name"))
     options = {**dict(env_cfg.get("kwargs") or {}), **kwargs}
     limit = time_limit(env_cfg, registered_id(env_cfg["id"])).limit  # the run's step limit: a video never hangs
@@ -189,8 +191,6 @@ class Policy:
 
 
 def _rebuilt(config: dict[str, Any], state: dict[str, Any], path: str | None) -> Policy:
-    from her_rl.run.build import make_agent  # here, as in load: it loads torch
-
     agent = make_agent(config, "cpu", inference=True, state=state, source=Path(path or "pickled policy"), checked=True)
     return Policy(agent, config, Path(path) if path is not None else None)
 
@@ -199,10 +199,6 @@ def load(path: str | Path, device: str = "cpu") -> Policy:
     """The policy saved in a run folder (or a ``checkpoint.pt``), on ``device`` (``cpu``, ``cuda``,
     ``auto``). A run on your own env (``env.id=your.module:YourEnv-v0``) needs ``import your.module``
     first: loading a checkpoint never imports a module by itself."""
-    from her_rl.run.build import make_agent  # here: it loads torch, and her_rl.api imports this module
-    from her_rl.config.checks import check_device
-    from her_rl.config.saved import check_saved
-
     if not isinstance(path, (str, os.PathLike)):
         raise CheckpointError(f"load needs a run folder or a checkpoint.pt path (a str or Path), got {type(path).__name__}")
     if not isinstance(device, str) or device not in ("cpu", "cuda", "auto"):  # arguments first, then the file

@@ -48,7 +48,7 @@ def offscreen() -> None:
 
 def _imageio():
     try:
-        import imageio.v2 as imageio
+        import imageio.v2 as imageio  # optional extra: video
     except ImportError:
         imageio = None
     if imageio is None or importlib.util.find_spec("imageio_ffmpeg") is None:  # MP4s need its ffmpeg binary
@@ -244,7 +244,7 @@ class _Writer:
             self.frames.append(frame)
             return
         if self.stream is None:
-            import imageio_ffmpeg
+            import imageio_ffmpeg  # optional extra: video
 
             self.stream = imageio_ffmpeg.write_frames(
                 _target(self.fd, self.target), (frame.shape[1], frame.shape[0]), fps=self.fps, codec="libx264",
@@ -266,7 +266,7 @@ class _Writer:
                 if os.fstat(self.fd).st_size == 0:  # ffmpeg tells its failures only on its stderr
                     raise OSError(errno.EIO, f"ffmpeg wrote nothing into {self.target}")
             elif self.frames:
-                import imageio.v3 as iio
+                import imageio.v3 as iio  # optional extra: video
 
                 data = memoryview(iio.imwrite("<bytes>", np.stack(self.frames), extension=".gif",
                                               duration=1000.0 / self.fps, loop=0))

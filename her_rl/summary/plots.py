@@ -19,9 +19,12 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from her_rl.errors import printable
-from her_rl.folder.checkpoint import write_atomic_bytes
+from her_rl.folder.atomic import write_atomic_bytes
 from her_rl.folder.metrics import read_metrics
 from her_rl.summary.runs import Run
+
+# Lazy imports in this file (tagged `# lazy: matplotlib`): her-summary imports this module at its start and
+# draws only for --plots; matplotlib (over half a second) is imported then, its Agg backend chosen first.
 
 LABELS = {"eval_success_rate": "eval success rate", "eval_return": "eval return"}
 CURVES_CAPTION = ("line: mean over the runs with an evaluation at or before that step and not yet ended (a run "
@@ -83,7 +86,7 @@ def _title(root: Path) -> str:
 
 def curves_figure(groups: Sequence[tuple[str, str, Sequence[Curve]]], title: str):
     """One panel per metric; ``groups``: (label, metric, curves) per setting."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib
 
     metrics = list(dict.fromkeys(metric for _, metric, curves in groups if curves)) or ["eval_success_rate"]
     fig, axes = plt.subplots(1, len(metrics), figsize=(7 * len(metrics), 4.8), squeeze=False)
@@ -131,7 +134,7 @@ def numeric_keys(rows: Sequence[dict[str, Any]]) -> list[str]:
 def by_key_figure(rows: Sequence[dict[str, Any]], key: str, title: str):
     """The metric against ``key``, one line per value of the other keys (and per metric if they differ);
     rows without ``key`` are left out and counted in the title."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib
 
     have = [r for r in rows if key in r["keys"]]
     several = len({r["metric"] for r in have}) > 1
@@ -162,7 +165,7 @@ def by_key_figure(rows: Sequence[dict[str, Any]], key: str, title: str):
 
 
 def _saver(fig) -> Callable[[Path], None]:
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib
 
     def save(path: Path) -> None:
         try:
@@ -178,7 +181,7 @@ def figures(runs: Sequence[Run], root: Path, rows: Sequence[dict[str, Any]], err
             prog: str = "her-summary") -> Iterator[tuple[Path, Callable[[Path], None]]]:
     """(path, save) for curves.png and every by_<key>.png; headless (Agg). A run whose metrics cannot
     be read is one line on ``err`` and left out of the curves."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib
 
     matplotlib.use("Agg")
     err = err or sys.stderr

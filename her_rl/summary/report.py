@@ -32,9 +32,10 @@ import numpy as np
 from hydra.experimental.callback import Callback
 
 from her_rl.folder import failures
-from her_rl.folder.checkpoint import write_atomic_text
+from her_rl.folder.atomic import write_atomic_text
 from her_rl.errors import printable
 from her_rl.folder.rundir import cannot_write_in
+from her_rl.summary.plots import figures
 from her_rl.summary.runs import Run, read_runs
 from her_rl.summary.stats import bootstrap_ci, iqm, iqm_ci
 
@@ -192,8 +193,6 @@ def write_summary(root: Path, plots: bool = True, out=None, err=None, prog: str 
     attempt(root / "summary.csv", lambda p: _write_csv(p, rows))
     attempt(root / "summary.md", lambda p: write_atomic_text(p, table + "\n"))
     if plots:
-        from her_rl.summary.plots import figures
-
         for path, save in figures(runs, root, rows, err=err, prog=prog):
             attempt(path, save)
     for path in written:

@@ -18,10 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
 from her_rl.config import bookkeeping
 from her_rl.folder.failures import FAILED
 from her_rl.folder.failures import read as read_failure
 from her_rl.folder.parse import YAML_MAX_CHARS, json_value, yaml_value
+from her_rl.folder.rundir import RunLock
 
 TEXT_MAX = YAML_MAX_CHARS  # bytes of results.json, config.yaml or history.jsonl's first line: her-rl's are a few kB
 # results.json keys the summary uses, with the types a real run writes (None: not evaluated / not solved).
@@ -51,8 +55,6 @@ class BadRun(ValueError):
 
 
 def _live(folder: Path) -> bool:
-    from her_rl.folder.rundir import RunLock
-
     return RunLock.live_holder(folder) is not None
 
 
@@ -100,7 +102,6 @@ def _unescaped(override: str) -> str:
     single run records it, so both land in one setting."""
     if "\\" not in override:
         return override
-    from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
         parsed = OverridesParser.create().parse_override(override)
@@ -140,8 +141,6 @@ def _flat(node: Any, prefix: str = "") -> list[str]:
 
 def _check_config(folder: Path) -> tuple[str, ...] | None:
     """The experiment keys of the run's resolved config (bookkeeping and seed left out), or None."""
-    import yaml
-
     path = folder / "config.yaml"
     if not path.exists():
         return None
