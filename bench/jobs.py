@@ -25,7 +25,7 @@ def each_result(run: Callable[[Any], Any], jobs: Iterable[Any], at_once: int = 1
 def write_report(path: str | Path, report: dict[str, Any]) -> None:
     """Write the report as JSON (paths as text), atomically: rewritten after every run, a bench
     stopped at any moment leaves the previous complete file."""
-    from her_rl.folder.checkpoint import write_atomic_text
+    from her_rl.folder.atomic import write_atomic_text
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

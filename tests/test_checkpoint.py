@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import her_rl
-from her_rl.folder import checkpoint
+from her_rl.folder import atomic, checkpoint
 from her_rl.errors import CheckpointError
 from her_rl.errors import OutputError
 from her_rl.run.runner import main
@@ -201,7 +201,7 @@ def test_atomic_text_writes_use_unique_temp_files(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", spy)
     for text in ("a", "b"):
-        checkpoint.write_atomic_text(tmp_path / "results.json", text)
+        atomic.write_atomic_text(tmp_path / "results.json", text)
     assert len(set(temps)) == 2 and (tmp_path / "results.json").read_text() == "b"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
 

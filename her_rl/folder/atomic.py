@@ -36,7 +36,7 @@ def remove_stale_temps(path: Path) -> list[Path]:
     return removed
 
 
-def _write_atomic(path: Path, write) -> None:
+def write_atomic(path: Path, write) -> None:
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -59,4 +59,4 @@ def write_atomic_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically: a temp file in the same folder, fsync, rename. A
     symlink at ``path`` is replaced by the file, never written through; on OSError (a full disk) the
     previous file is untouched and no temp file is left."""
-    _write_atomic(Path(path), lambda f: f.write(data))
+    write_atomic(Path(path), lambda f: f.write(data))

@@ -23,8 +23,7 @@ import numpy as np
 import torch
 
 from her_rl.errors import CheckpointError
-from her_rl.folder.atomic import _write_atomic, remove_stale_temps
-from her_rl.folder.atomic import write_atomic_bytes, write_atomic_text  # noqa: F401  (also importable from here)
+from her_rl.folder.atomic import remove_stale_temps, write_atomic
 from her_rl.folder.resume import without_retired
 from her_rl.folder.state import RunState
 from her_rl.folder.rundir import CHECKPOINT
@@ -39,7 +38,7 @@ def save(obj: dict[str, Any], path: str | os.PathLike) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(path)
-    _write_atomic(path, lambda f: _torch_save(obj, f))
+    write_atomic(path, lambda f: _torch_save(obj, f))
     return path
 
 

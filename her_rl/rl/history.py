@@ -4,8 +4,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 __all__ = ["RewardHistory"]
 
@@ -61,6 +59,9 @@ class RewardHistory:
     def plot(self, path: str | os.PathLike, title: str | None = None) -> str:
         """Save the learning curve to ``path`` (PNG) and return the path."""
         # Figure + Agg canvas directly: works headless and leaves pyplot's global backend alone.
+        # lazy: matplotlib costs every importer of her_rl.rl (her_rl.load too) 0.6 s, and only a plot needs it
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
 
         fig = Figure(figsize=(7, 4))
         FigureCanvasAgg(fig)

@@ -36,6 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from her_rl.folder import checkpoint, rundir
+from her_rl.folder.atomic import remove_stale_temps, write_atomic_text
 from her_rl.config import video
 from her_rl.run import requeue, trackers
 from her_rl.run.signals import resume_command
@@ -103,9 +104,9 @@ class Plan:
             self._abandon()
             raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
         for name in (CHECKPOINT, CONFIG, RESULTS):  # temp files of writes a killed run left behind
-            checkpoint.remove_stale_temps(self.out / name)
+            remove_stale_temps(self.out / name)
         try:
-            checkpoint.write_atomic_text(self.out / CONFIG, self.yaml)
+            write_atomic_text(self.out / CONFIG, self.yaml)
             rundir.record(self.out, "resume" if self.saved else "start", env_steps=env_steps,
                           overrides=self.overrides, changed=self.changes)
         except OSError as exc:

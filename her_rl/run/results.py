@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from her_rl.folder import checkpoint
+from her_rl.folder.atomic import write_atomic_text
 from her_rl.errors import OutputError
 from her_rl.run.progress import count
 from her_rl.folder.rundir import RESULTS
@@ -42,7 +42,7 @@ def write(out: Path, results: dict[str, Any], saved_at: int | None = None) -> No
     """``results.json``; if it cannot be written, an OutputError that carries the numbers and says
     which checkpoint (``saved_at``: its env step) the folder keeps."""
     try:
-        checkpoint.write_atomic_text(out / RESULTS, json.dumps(results, indent=2) + "\n")
+        write_atomic_text(out / RESULTS, json.dumps(results, indent=2) + "\n")
     except OSError as exc:
         kept = f"; the checkpoint at env step {saved_at:,} is kept" if saved_at is not None else ""
         raise OutputError(f"could not write {out / RESULTS} ({exc.strerror or exc}){kept}; the run's numbers: "

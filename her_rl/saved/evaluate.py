@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from her_rl.folder import checkpoint, rundir
+from her_rl.folder.atomic import write_atomic_text
 from her_rl.config import video as video_keys
 from her_rl.run import trackers
 from her_rl.run.build import make_agent
@@ -61,7 +62,7 @@ def evaluate_checkpoint(checked: Evaluation) -> dict[str, Any]:
         report = _evaluate_saved(path, saved, config)
         try:
             with _writing(out, lock):
-                checkpoint.write_atomic_text(out / EVAL, json.dumps(report, indent=2) + "\n")
+                write_atomic_text(out / EVAL, json.dumps(report, indent=2) + "\n")
         except OSError as exc:
             raise OutputError(f"could not write {out / EVAL} ({exc.strerror or exc}); the report: "
                               f"{json.dumps(report)}") from None
