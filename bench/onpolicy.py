@@ -107,7 +107,7 @@ def reinforce_seed(seed: int, episodes: int, hp: dict[str, Any]) -> dict[str, An
 def bench_reinforce(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     import torch
 
-    from her_rl.config.store import defaults
+    from her_rl.config.registry import defaults
 
     torch.set_num_threads(1)
     hp = defaults("reinforce")

@@ -74,7 +74,7 @@ class Watch:
 def probe(size: int, seed: int, budget: int, every: int, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """Train and watch (see the module docstring); returns the last frontier, the env step of the
     first reward (``found``), the env steps run and where greedy went all right (``solved_at``)."""
-    from her_rl.run.build import make_agent
+    from her_rl.run.runner import make_agent
     from her_rl.config.checks import resolved
     from her_rl.rl.utils import set_seed
     from her_rl.config.compose import compose

@@ -53,7 +53,7 @@ def ours_side(algo: str, seed: int = 0, vectorization: str = "sync", joint_cache
     ``joint_cache=False``: the env copies read their joints by name, as gymnasium-robotics does."""
     import torch
 
-    from her_rl.run.build import make_agent
+    from her_rl.run.runner import make_agent
     from her_rl.config.checks import resolved, validate
     from her_rl.envs.fetch import CachedJointUtils
     from her_rl.config.compose import compose

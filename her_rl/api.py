@@ -18,7 +18,7 @@ import numbers
 from pathlib import Path
 from typing import Any, Sequence
 
-from her_rl.config.schema import MAX_ENVS
+from her_rl.config.checks import MAX_ENVS
 from her_rl.envs import make_vec
 from her_rl.errors import ConfigError, one_line
 from her_rl.run.evaluation import evaluate as evaluate_agent, success_rule_of

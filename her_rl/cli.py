@@ -34,14 +34,13 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from her_rl.folder import rundir, failures
-from her_rl.config.compose import hydra_message
-from her_rl.config.video import expand_overrides
+from her_rl.config.checks import expand_overrides
+from her_rl.config.compose import check_overrides, hydra_message
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, printable
-from her_rl.config.overrides import check_overrides
+from her_rl.folder import failures, rundir
 from her_rl.run.launchers import gather_each_job
-from her_rl.run.sweep import isolates, objective, optuna_settings, run_isolated
 from her_rl.run.signals import Stage, Stopped, early_stops, exit_at_once
+from her_rl.run.sweep import isolates, objective, optuna_settings, run_isolated
 
 # Lazy imports in this file (tagged `# lazy: torch`): her_rl.run.plan, her_rl.run.runner and
 # her_rl.saved.evaluate load torch, and her-run takes its signals first (tests/test_exit_codes.py).

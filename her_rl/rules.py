@@ -8,7 +8,7 @@ Each rule is written once, on what it configures: a learner's hyperparameter is 
 made by :func:`setting` (its default, its rule and what it means), read back by :func:`rules_of` and
 :func:`meanings_of`, and keys that constrain each other are a learner's ``check_config``; an env
 constructor's argument carries its rule in its annotation (``Annotated[int, integer(1, 4096)]``),
-read back by :func:`arg_rules`. ``her_rl.config.schema`` reads them for the command line, the
+read back by :func:`arg_rules`. ``her_rl.config.checks`` reads them for the command line, the
 constructors call them for Python callers, and the docs' configuration page is generated from them.
 """
 from __future__ import annotations

@@ -39,7 +39,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from her_rl.config import schema
+from her_rl.config import checks
 from her_rl.envs.custom import import_given
 from her_rl.errors import ConfigError, one_line, outside, printable, whole
 from her_rl.folder import metrics as metrics_file
@@ -188,7 +188,7 @@ def check_runs(fixed: list[str], space: dict[str, Any]) -> str:
 
     from her_rl.config.checks import validate  # lazy: Hydra
     from her_rl.config.compose import check_group_names, compose, hydra_message  # lazy: Hydra
-    from her_rl.config.overrides import one_value_each  # lazy: Hydra
+    from her_rl.config.compose import one_value_each  # lazy: Hydra
 
     objective = "final_eval"
     for i, params in enumerate(_corners(space)):
@@ -198,7 +198,7 @@ def check_runs(fixed: list[str], space: dict[str, Any]) -> str:
             if i == 0:
                 import_given(one_value_each(variant))  # env.id=module:Env-v0 registers the env, as her-run does
             cfg = compose(variant)
-            schema.check_required(OmegaConf.to_container(cfg), variant)
+            checks.check_required(OmegaConf.to_container(cfg), variant)
             validate(cfg, variant)
         except (HydraException, OmegaConfBaseException) as exc:
             raise ConfigError(hydra_message(exc, variant)) from None
@@ -637,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         _checked_options(args)
-        from her_rl.config.overrides import check_overrides  # lazy: Hydra
+        from her_rl.config.compose import check_overrides  # lazy: Hydra
 
         check_path("--dir", args.dir)
         check_overrides(args.overrides)

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from her_rl.config import bookkeeping
+from her_rl.config import saved as bookkeeping
 from her_rl.config.saved import merge
 from her_rl.errors import ConfigError
 from her_rl.run.logger import hparams_of
 from her_rl.config.compose import compose
-from her_rl.config.schema import TOP
+from her_rl.config.checks import TOP
 from her_rl.summary.report import summarise
 from her_rl.summary.runs import find_runs
 

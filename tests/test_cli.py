@@ -435,7 +435,7 @@ def test_hparams_of_types_the_given_overrides():
     got = hparams_of(config, ["n=10", "algo.lr=1e-3", "eval.stop_when_solved=false", "eval.success_threshold=1",
                               "+extra=1.5", "+flag=true", "+name=on_policy", "+items=[1,2]", "hydra.run.dir=x", "~tuned"])
     assert got["n"] == 10 and got["algo.lr"] == 0.001 and got["eval.success_threshold"] == 1
-    assert "eval.stop_when_solved" not in got  # bookkeeping (her_rl/config/bookkeeping.py), not a hyperparameter
+    assert "eval.stop_when_solved" not in got  # bookkeeping (her_rl/config/saved.py), not a hyperparameter
     assert got["extra"] == 1.5 and got["flag"] is True and got["name"] == "on_policy"
     assert got["items"] == "[1,2]" and got["tuned"] == "" and "hydra.run.dir" not in got
 

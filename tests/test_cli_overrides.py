@@ -9,7 +9,7 @@ import forked
 import pytest
 
 from her_rl.errors import ConfigError
-from her_rl.config.overrides import HYDRA_SETTINGS, check_overrides
+from her_rl.config.compose import HYDRA_SETTINGS, check_overrides
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 
@@ -136,7 +136,7 @@ def test_ctrl_c_outside_training_is_one_line_and_130(monkeypatch, capsys):
 
 def test_the_page_lists_every_allowed_setting():
     page = (Path(__file__).resolve().parents[1] / "docs" / "safety.md").read_text(encoding="utf-8")
-    from her_rl.config.overrides import HYDRA_GROUPS
+    from her_rl.config.compose import HYDRA_GROUPS
 
     for group in HYDRA_GROUPS:
         assert f"`{group}=NAME`" in page, group

@@ -4,7 +4,7 @@ import pytest
 from conftest import load_script, unload_script
 
 from her_rl.config.registry import ALGOS, ENVS
-from her_rl.config.schema import ENV_GROUP, TOP, algo_rules
+from her_rl.config.checks import ENV_GROUP, TOP, algo_rules
 
 
 @pytest.fixture(scope="module")

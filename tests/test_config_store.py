@@ -11,7 +11,6 @@ import pytest
 from omegaconf import OmegaConf
 
 import her_rl.algos
-from her_rl.config import store, registry
 from her_rl.algos.her_dqn import HerDQN
 from her_rl.algos.hindsight import HindsightLearner
 from her_rl.algos.base import RUNTIME_ARGS
@@ -41,7 +40,7 @@ def test_no_yaml_file_can_shadow_a_class_default():
 
 
 def test_a_learner_that_changes_a_default_keeps_the_base_words_unless_it_writes_its_own():
-    ddpg, dqn = store.meanings("her_ddpg"), store.meanings("her_dqn")
+    ddpg, dqn = registry.meanings("her_ddpg"), registry.meanings("her_dqn")
     assert ddpg["gamma"] == dqn["gamma"] == "Discount."
     assert dqn["polyak"] != ddpg["polyak"] and "0.5" in dqn["polyak"]  # her_dqn redeclares polyak with a reason
     assert dqn["batch_size"] == ddpg["batch_size"]  # redeclared (128) without words: the base's
@@ -71,7 +70,7 @@ def test_rules_and_meanings_sit_on_the_fields_only():
             assert not name.endswith("RULES"), f"her_rl.algos.{info.name}.{name}"
             if isinstance(value, type):
                 assert not hasattr(value, "RULES"), f"her_rl.algos.{info.name}.{name}"
-    tree = ast.parse(Path(store.__file__).read_text(encoding="utf-8"))
+    tree = ast.parse(Path(registry.__file__).read_text(encoding="utf-8"))
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for alias in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
@@ -84,7 +83,7 @@ def knob_registered(monkeypatch):
 
     monkeypatch.setitem(ALGOS, "knob_dqn", AlgoInfo(needs_goal_env=True))
     monkeypatch.setitem(registry.learners(), "knob_dqn", KnobDQN)
-    store.store()
+    registry.store()
     yield
     ConfigStore.instance().repo["algo"].pop("knob_dqn.yaml", None)
 
@@ -92,7 +91,7 @@ def knob_registered(monkeypatch):
 def test_a_new_field_is_a_config_key_with_its_default_and_words(knob_registered):
     assert _composed_algo("algo=knob_dqn")["knob"] == 3
     assert _composed_algo("algo=knob_dqn", "algo.knob=5")["knob"] == 5
-    assert store.meanings("knob_dqn")["knob"] == "A knob only this test has."
+    assert registry.meanings("knob_dqn")["knob"] == "A knob only this test has."
 
 
 def test_a_hyperparameter_without_a_default_is_refused(monkeypatch):
@@ -101,9 +100,9 @@ def test_a_hyperparameter_without_a_default_is_refused(monkeypatch):
         env: dict
         lr: float
 
-    monkeypatch.setattr(store, "resolve_target", lambda name, target: Bare)
+    monkeypatch.setattr(registry, "resolve_target", lambda name, target: Bare)
     with pytest.raises(TypeError, match="'lr' has no default"):
-        store.defaults("her_dqn")
+        registry.defaults("her_dqn")
 
 
 @pytest.mark.parametrize("env", ["push", "drag"])

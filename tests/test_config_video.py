@@ -1,8 +1,8 @@
-"""The video keys (her_rl.config.video): the short form, their defaults, and their one check."""
+"""The video keys (her_rl.config.checks): the short form, their defaults, and their one check."""
 
 import pytest
 
-from her_rl.config import video as keys
+from her_rl.config import checks as keys
 from her_rl.errors import ConfigError
 
 

@@ -87,13 +87,13 @@ def test_her_run_without_the_extra_exits_2_with_one_line_and_no_folder(her_run, 
 
 
 def test_vectorization_key_is_checked():
-    from her_rl.config import schema
+    from her_rl.config import checks
 
     env = {"name": "fetch_push", "id": "FetchPush-v4", "kwargs": {}, "solved_return": None, "eval_episodes": 20}
     for mode in ("sync", "async", None):
-        schema.check_env({**env, "vectorization": mode})
+        checks.check_env({**env, "vectorization": mode})
     with pytest.raises(ConfigError, match=r"env.vectorization='threads' is not allowed: .* one of sync, async"):
-        schema.check_env({**env, "vectorization": "threads"})
+        checks.check_env({**env, "vectorization": "threads"})
 
 
 # ---- with the extra -------------------------------------------------------------------------
@@ -106,7 +106,7 @@ def test_each_fetch_config_composes_and_builds(name):
     from her_rl.envs.probe import probe_env
     from her_rl.envs import make_vec
     from her_rl.config.compose import compose
-    from her_rl.config.schema import check_env
+    from her_rl.config.checks import check_env
 
     env_cfg = resolved(compose([f"env={name}", "algo=her_dqn"]))["env"]
     assert env_cfg["id"] == FETCH[name] and env_cfg["vectorization"] in fetch.VECTORIZATION

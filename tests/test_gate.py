@@ -17,7 +17,7 @@ def _count(monkeypatch) -> dict[str, int]:
     check is counted wherever it is looked up."""
     counts = dict.fromkeys(COUNTED, 0)
     originals = {name: getattr(sys.modules[module], name) for module, name in
-                 [("her_rl.config.overrides", "check_overrides"), ("her_rl.config.schema", "check_required"),
+                 [("her_rl.config.compose", "check_overrides"), ("her_rl.config.checks", "check_required"),
                   ("her_rl.config.registry", "check_algo_keys")]}
 
     def counting(name):

@@ -160,7 +160,7 @@ def test_her_run_refuses_it_for_her_crossq_in_one_line(her_run_here, tmp_path):
 def test_it_is_a_setting_a_resume_may_not_change():
     from omegaconf import OmegaConf
 
-    from her_rl.config import bookkeeping
+    from her_rl.config import saved as bookkeeping
     from her_rl.config.compose import compose
     from her_rl.config.saved import merge
 
@@ -228,7 +228,7 @@ def test_the_forked_half_is_refused_off_the_cpu_and_off_linux(monkeypatch):
 
 
 def test_where_the_actors_half_runs_is_bookkeeping_a_resume_may_change_it():
-    from her_rl.config import bookkeeping
+    from her_rl.config import saved as bookkeeping
 
     assert bookkeeping.is_bookkeeping("algo.actor_half=process")
     assert not bookkeeping.is_setting("algo.actor_half=process")

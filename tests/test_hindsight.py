@@ -16,7 +16,7 @@ from her_rl.algos.her_td3 import HerTD3
 from her_rl.algos.cycle import cycle_result
 from her_rl.errors import ConfigError
 from her_rl.config.registry import ALGOS, accepted_params, target_of
-from her_rl.config.schema import algo_rules
+from her_rl.config.checks import algo_rules
 
 BITFLIP = {"name": "bitflip", "id": "her_rl/BitFlip-v0", "kwargs": {"n": 6}}
 PUSH = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuous", "max_episode_steps": 10}}

@@ -204,7 +204,7 @@ def test_a_snapshot_of_another_env_is_refused():
 ])
 def test_a_tampered_episode_state_is_one_line_naming_the_checkpoint(tamper):
     from her_rl.algos.ppo import PPO
-    from her_rl.run.build import make_agent
+    from her_rl.run.runner import make_agent
     from her_rl.errors import CheckpointError
 
     cartpole = {"name": "cartpole", "id": "CartPole-v1", "kwargs": {}}

@@ -274,7 +274,7 @@ def test_a_setting_holds_its_default_rule_and_meaning_and_a_subclass_keeps_them(
 
 
 def test_env_constructor_rules_sit_on_their_annotations():
-    from her_rl.config.schema import ENV_KWARGS, TOP
+    from her_rl.config.checks import ENV_KWARGS, TOP
     from her_rl.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
     from her_rl.envs.deep_sea import DeepSeaEnv, DeepSeaVectorEnv
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from her_rl.config import schema
+from her_rl.config import checks
 from her_rl.config.checks import validate
 from her_rl.errors import ConfigError
 from her_rl.config.compose import compose

@@ -113,7 +113,7 @@ def test_her_run_refuses_critic_threads_for_her_redq_in_one_line(her_run_here, t
 def test_critic_threads_is_bookkeeping_a_resume_may_change_it_and_it_names_no_folder_or_summary_row():
     from omegaconf import OmegaConf
 
-    from her_rl.config import bookkeeping
+    from her_rl.config import saved as bookkeeping
     from her_rl.config.compose import compose
     from her_rl.config.saved import merge
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import her_rl  # noqa: F401  (registers the env ids)
-from her_rl.config import schema
+from her_rl.config import checks
 from her_rl.errors import ConfigError
 
 MISSING = [m for m in ("gymnasium_robotics", "mujoco") if importlib.util.find_spec(m) is None]
@@ -25,9 +25,9 @@ def _held(obs) -> np.ndarray:
 def test_the_share_is_checked():
     env = {**PNP, "solved_return": None, "eval_episodes": 20}
     for share in (0, 0.5, 1.0, None):
-        schema.check_env({**env, "start_in_gripper": share})
+        checks.check_env({**env, "start_in_gripper": share})
     with pytest.raises(ConfigError, match=r"env.start_in_gripper=1.5 is not allowed"):
-        schema.check_env({**env, "start_in_gripper": 1.5})
+        checks.check_env({**env, "start_in_gripper": 1.5})
 
 
 @needs_robotics

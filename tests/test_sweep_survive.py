@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from her_rl.folder import failures
-from her_rl.config.overrides import one_value_each, sweep_values
+from her_rl.config.compose import one_value_each, sweep_values
 from her_rl.summary.report import main as summary_main
 from her_rl.summary.report import write_summary
 

@@ -8,7 +8,7 @@ import pytest
 
 from her_rl.folder import checkpoint
 from her_rl.envs import probe as config_module
-from her_rl.run.build import make_agent
+from her_rl.run.runner import make_agent
 from her_rl.errors import CheckpointError, ConfigError, NonFiniteError, OutputError
 from her_rl.run.plan import plan_run
 from her_rl.config.compose import compose

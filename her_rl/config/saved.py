@@ -1,11 +1,24 @@
-"""Which config a resumed (or ``load=``-evaluated) run uses: the saved one, plus safe changes.
+"""Which config a resumed (or ``load=``-evaluated) run uses: the saved one, plus the changes of the
+bookkeeping keys.
 
-The saved run's resolved config is the base, so a run folder is resumed without retyping its
-overrides. Keys given again are compared with it: equal values are no-ops, changed values of safe
-keys (the bookkeeping keys of her_rl/config/bookkeeping.py) are taken and reported,
-and any other change is refused naming the key, because it would silently mix two experiments
-(the optimiser, the networks and the replay memory were built for the saved values). Reading the
-saved config off a run folder is her_rl/folder/resume.py's.
+A bookkeeping key says how a run is carried out, not what it learns. This one table decides, for
+every key that is not part of the experiment:
+
+* resume and ``load=``: a bookkeeping key may differ from the saved run's value (the change is
+  taken and reported); every other key must match, or the command is refused, because it would
+  silently mix two experiments (the optimiser, the networks and the replay memory were built for the
+  saved values);
+* sweep folder names: bookkeeping overrides do not name a job's folder, so rerunning a sweep with a
+  larger budget continues the same folders;
+* summaries: runs that differ only in bookkeeping keys (and in ``seed``, what a row averages over)
+  fall into one row, except the success thresholds (``JUDGING``);
+* TensorBoard's HParams: bookkeeping overrides are not logged as hyperparameters (thresholds are).
+
+A key here is a top-level key or a whole table (``budget`` covers ``budget.env_steps`` and every
+other key under it), or one key of a group (``LEAVES``). ``resume`` and ``load`` say what to do with a
+run; they are never compared and always taken from the command. The saved run's resolved config is
+the base (:func:`merge`), so a run folder is resumed without retyping its overrides; reading it off a
+run folder is her_rl/folder/resume.py's.
 """
 
 from __future__ import annotations
@@ -15,9 +28,62 @@ from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from her_rl.config import bookkeeping, schema
+from her_rl.config import checks
+from her_rl.config.checks import TOP
 from her_rl.errors import CheckpointError, ConfigError
 from her_rl.rules import show
+
+
+TABLES = ("budget", "eval", "checkpoint", "guard", "video", "wandb", "mlflow")
+"""Tables whose every key is bookkeeping."""
+KEYS = ("progress", "device", "threads", "logger")
+"""Top-level bookkeeping keys."""
+LEAVES = ("algo.critic_threads", "algo.actor_half")
+"""Keys inside a group that are bookkeeping: they change how fast a run goes, never its numbers."""
+VERBS = ("resume", "load")
+"""What to do with the run: never compared with a saved run, always taken from this command."""
+JUDGING = ("eval.success_threshold", "eval.return_threshold")
+"""Bookkeeping (a resumed run may raise the bar), but what "solved" means: runs judged by different
+thresholds are not averaged into one summary row, and HParams shows the threshold."""
+NOT_A_SETTING = ("seed", "experiment")
+"""Not bookkeeping, but not what a summary row is keyed by either: a row averages over seeds, and an
+``experiment`` preset is seen through the values it sets."""
+
+DESCRIPTION = ("budget.*, eval.*, checkpoint.*, guard.*, video.*, wandb.*, mlflow.*, progress, device, threads, logger, "
+               "algo.critic_threads and algo.actor_half")
+
+
+def top_key(key: str) -> str:
+    return key.lstrip("+~").split("=", 1)[0].split(".")[0]
+
+
+def is_bookkeeping(key: str) -> bool:
+    """``budget.env_steps``, ``+guard.max_skips``, ``progress``, ``resume``, ...: True."""
+    top = top_key(key)
+    return top in TABLES or top in KEYS or top in VERBS or key.lstrip("+~").split("=", 1)[0] in LEAVES
+
+
+def is_setting(key: str) -> bool:
+    """Whether an override's key distinguishes one experiment from another (summary rows, HParams)."""
+    name, top = key.lstrip("+~").split("=", 1)[0], top_key(key)
+    if name in JUDGING:
+        return True
+    return not (is_bookkeeping(key) or top in NOT_A_SETTING or top == "hydra" or top.startswith("hydra/"))
+
+
+def leaf_keys(tables: dict[str, Any]) -> list[str]:
+    """Every bookkeeping key as Hydra's ``override_dirname.exclude_keys`` needs it (exact keys, no
+    wildcards), from the top-level schema ``tables`` (``her_rl.config.checks.TOP``)."""
+    out = [*VERBS, *KEYS, *LEAVES]
+    for table in TABLES:
+        out += [f"{table}.{key}" for key in tables.get(table, {})]
+    return out
+
+
+def exclude_keys() -> list[str]:
+    """Resolver ``${bookkeeping_keys:}`` in conf/config.yaml: the keys left out of folder names."""
+    return leaf_keys(TOP)
+
 
 GROUPS = ("algo", "env")
 
@@ -25,7 +91,7 @@ _MISSING = object()
 
 
 def is_safe(key: str, extra: tuple[str, ...] = ()) -> bool:
-    return bookkeeping.is_bookkeeping(key) or key.split(".")[0] in extra
+    return is_bookkeeping(key) or key.split(".")[0] in extra
 
 
 def _get(cfg: dict[str, Any], key: str) -> Any:
@@ -89,11 +155,11 @@ def merge(saved: dict[str, Any], current: dict[str, Any], overrides: list[str] |
 
     def refuse(key: str, old: Any, new: Any) -> ConfigError:
         return ConfigError(f"cannot {verb}: {source} {key}={_text(old)}, this run asks for "
-                           f"{key}={_text(new)}; only {bookkeeping.DESCRIPTION}{''.join(', ' + k for k in extra_safe)} may "
+                           f"{key}={_text(new)}; only {DESCRIPTION}{''.join(', ' + k for k in extra_safe)} may "
                            f"differ (start a new run in another folder to change it)")
 
     for key, is_group in keys:
-        if key.split(".")[0] in bookkeeping.VERBS:
+        if key.split(".")[0] in VERBS:
             continue
         if is_group:
             if key not in GROUPS:
@@ -110,8 +176,8 @@ def merge(saved: dict[str, Any], current: dict[str, Any], overrides: list[str] |
             raise refuse(key, old, new)
         _set(effective, key, new)
         changes[key] = [None if old is _MISSING else old, None if new is _MISSING else new]
-    for key in (*bookkeeping.TABLES, *bookkeeping.KEYS, *bookkeeping.VERBS):  # newer than the saved run; verbs
-        if key in current and (key in bookkeeping.VERBS or key not in effective):
+    for key in (*TABLES, *KEYS, *VERBS):  # newer than the saved run; verbs
+        if key in current and (key in VERBS or key not in effective):
             effective[key] = copy.deepcopy(current[key])
     return effective, changes
 
@@ -120,7 +186,7 @@ def check_saved(saved: dict[str, Any], path: Any) -> None:
     """The saved run's own config must pass the rules it was started under: a value edited into the
     checkpoint is named as the checkpoint's fault, before this command's changes are merged in."""
     try:
-        schema.check(saved["config"])
+        checks.check_values(saved["config"])
     except ConfigError as exc:
         raise CheckpointError(f"cannot load checkpoint {path}: its saved config is not valid ({exc})") from None
 

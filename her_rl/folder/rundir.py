@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from her_rl.config.bookkeeping import exclude_keys
+from her_rl.config.saved import exclude_keys
 from her_rl.errors import ConfigError, FolderBusy
 from her_rl.folder.parse import json_value
 
@@ -61,7 +61,7 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver(SUFFIX_RESOLVER, suffix, use_cache=True)
     if not OmegaConf.has_resolver(SWEPT_RESOLVER):
         OmegaConf.register_new_resolver(SWEPT_RESOLVER, swept_dirname)
-    if not OmegaConf.has_resolver("bookkeeping_keys"):  # left out of folder names: her_rl/config/bookkeeping.py
+    if not OmegaConf.has_resolver("bookkeeping_keys"):  # left out of folder names: her_rl/config/saved.py
 
         OmegaConf.register_new_resolver("bookkeeping_keys", exclude_keys)
     if not OmegaConf.has_resolver("by_size"):  # settings by task size (the bit-flip tuned file)

@@ -10,13 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from her_rl.run.build import make_agent
 from her_rl.envs.time_limits import episode_cap
 from her_rl.errors import EnvError
-from her_rl.rl.success import SUCCESS_KEYS, EpisodeSuccess, SuccessRule
+from her_rl.rl.success import EpisodeSuccess, SUCCESS_KEYS, SuccessRule
 from her_rl.run.progress import warn
-
-build = make_agent  # an agent to train from a run's config, by the name scripts use
 
 
 def success_rule_of(agent: Any, env_cfg: dict[str, Any] | None = None) -> SuccessRule:

@@ -25,7 +25,7 @@ from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
 from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import hparams as hparams_summary
 
-from her_rl.config import bookkeeping
+from her_rl.config import saved
 from her_rl.folder.metrics import MetricsWriter
 from her_rl.run import trackers
 
@@ -177,7 +177,7 @@ def hparams_of(config: dict[str, Any], overrides: list[str] | None) -> dict[str,
     out.update({f"algo.{k}": v for k, v in config["algo"].items() if k not in ("name", "_target_")})
     for item in overrides or []:
         key, _, value = item.lstrip("+~").partition("=")
-        if bookkeeping.is_setting(key):  # bookkeeping overrides are not hyperparameters
+        if saved.is_setting(key):  # bookkeeping overrides are not hyperparameters
             out.setdefault(key, _typed(config, key, value))
     return out
 

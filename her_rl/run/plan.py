@@ -4,7 +4,7 @@ built or written (it only reads).
 :func:`gate` is the one way in, for ``her-run`` and ``her_rl.train`` alike, in this order:
 
 1. overrides that would make Hydra run code or read configs from elsewhere are refused
-   (:func:`her_rl.config.overrides.check_overrides`), then unknown algo, env and tuned names;
+   (:func:`her_rl.config.compose.check_overrides`), then unknown algo, env and tuned names;
 2. the modules that ``env.id=module:Env-v0`` names are imported, the learner and tuned file the
    env calls for are chosen (:func:`her_rl.config.compose.choose`), and the config is composed;
 3. every key the run needs is there (a ``~KEY`` that deleted one is named);
@@ -35,24 +35,23 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from her_rl.folder import checkpoint, rundir
-from her_rl.folder.atomic import remove_stale_temps, write_atomic_text
-from her_rl.config import video
-from her_rl.run import requeue, trackers
-from her_rl.run.signals import resume_command
-from her_rl.run.sweep import check_sweep
-from her_rl.config.checks import check, interpolations, resolved, validate
-from her_rl.config.compose import Choice, check_group_names, compose_command, hydra_message, without_hydra
-from her_rl.config.overrides import single_job_dir
+from her_rl.config import checks
+from her_rl.config.checks import TOP, check, check_required, interpolations, resolved, validate
+from her_rl.config.compose import (Choice, check_group_names, compose_command, hydra_message, single_job_dir,
+                                   without_hydra)
+from her_rl.config.saved import check_saved, merge
 from her_rl.envs.custom import import_given
 from her_rl.envs.families import split_id
-from her_rl.errors import ConfigError, printable
 from her_rl.envs.probe import EnvSpaces
-from her_rl.config.saved import check_saved, merge
+from her_rl.errors import ConfigError, printable
+from her_rl.folder import checkpoint, rundir
+from her_rl.folder.atomic import remove_stale_temps, write_atomic_text
 from her_rl.folder.resume import check_resume, read_saved_config, stamp
 from her_rl.folder.rundir import CHECKPOINT, CONFIG, RESULTS
 from her_rl.rules import check_path
-from her_rl.config.schema import TOP, check_required
+from her_rl.run import requeue, trackers
+from her_rl.run.signals import resume_command
+from her_rl.run.sweep import check_sweep
 
 
 @dataclass
@@ -259,7 +258,7 @@ def _plan(cfg: DictConfig | dict[str, Any], out: Path | None, overrides: list[st
     values and the env."""
     current = resolved(cfg, overrides)
     TOP["resume"].check("resume", current.get("resume"))
-    video.options(current, overrides)  # refuses video keys: training records none
+    checks.options(current, overrides)  # refuses video keys: training records none
     if out is None:  # a sweep's job: the folder Hydra named; else a new one
         out = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else \
             rundir.default_dir(current["algo"]["name"], current["env"]["name"], current["seed"])

@@ -16,21 +16,20 @@ from typing import Any
 
 import torch
 
-from her_rl.folder import checkpoint, rundir
-from her_rl.folder.atomic import write_atomic_text
-from her_rl.config import video as video_keys
-from her_rl.run import trackers
-from her_rl.run.build import make_agent
-from her_rl.run.evaluation import eval_seed, evaluate, success_rule_of
-from her_rl.run.plan import Evaluation
-from her_rl.saved import video
-from her_rl.saved.policy import load as load_policy
-from her_rl.config.checks import resolved, validate
+from her_rl.config import checks as video_keys
+from her_rl.config.checks import TOP, resolved, validate
+from her_rl.config.saved import check_saved, merge
 from her_rl.envs import make_vec
 from her_rl.errors import ConfigError, OutputError
-from her_rl.config.saved import check_saved, merge
+from her_rl.folder import checkpoint, rundir
+from her_rl.folder.atomic import write_atomic_text
 from her_rl.folder.rundir import CHECKPOINT
-from her_rl.config.schema import TOP
+from her_rl.run import trackers
+from her_rl.run.evaluation import eval_seed, evaluate, success_rule_of
+from her_rl.run.plan import Evaluation
+from her_rl.run.runner import make_agent
+from her_rl.saved import video
+from her_rl.saved.policy import load as load_policy
 
 EVAL, VIDEOS = "eval.json", "videos"  # what load= writes into a run folder
 

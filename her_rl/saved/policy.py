@@ -23,10 +23,10 @@ from her_rl.config.saved import check_saved
 from her_rl.envs.custom import registered_id
 from her_rl.envs.families import ensure_registered
 from her_rl.envs.time_limits import time_limit
-from her_rl.folder import checkpoint
 from her_rl.errors import CheckpointError, ConfigError, one_line
+from her_rl.folder import checkpoint
 from her_rl.folder.rundir import CHECKPOINT
-from her_rl.run.build import make_agent
+from her_rl.run.runner import make_agent
 
 
 def checkpoint_path(path: str | Path) -> Path:

@@ -4,7 +4,7 @@ and written as MP4 (imageio with imageio-ffmpeg) or GIF.
 ``her-run load=RUN_DIR video=true`` calls :func:`record` with the run's policy
 (:func:`her_rl.saved.policy.load`); anything with ``predict(observation, deterministic=True) -> (action, _)``
 and ``make_env(render_mode=...)`` works. The ``video`` keys and their checks are
-:mod:`her_rl.config.video`'s.
+:mod:`her_rl.config.checks`'s.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from her_rl.config.video import DEFAULTS
+from her_rl.config.checks import DEFAULTS
 from her_rl.errors import OutputError, VideoError, one_line
 from her_rl.folder.rundir import RunLock
 

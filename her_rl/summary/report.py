@@ -4,7 +4,7 @@
 folder below DIR: the first line of its ``history.jsonl`` (the overrides that defined it) and its
 ``results.json`` when it finished, its ``failed.json`` when its last attempt in a sweep failed
 (:mod:`her_rl.summary.runs`, :mod:`her_rl.folder.failures`). Runs are grouped by their
-overrides minus ``seed`` and the bookkeeping keys (:mod:`her_rl.config.bookkeeping`); each group
+overrides minus ``seed`` and the bookkeeping keys (:mod:`her_rl.config.saved`); each group
 becomes a row with the number of seeds, how many finished, failed or are still running, how many
 solved, the final evaluation metric (mean, std, a bootstrap 95% interval of the mean, the
 interquartile mean and its bootstrap 95% interval), and the median env steps and wall seconds of
@@ -31,9 +31,9 @@ from typing import Any, Sequence
 import numpy as np
 from hydra.experimental.callback import Callback
 
+from her_rl.errors import printable
 from her_rl.folder import failures
 from her_rl.folder.atomic import write_atomic_text
-from her_rl.errors import printable
 from her_rl.folder.rundir import cannot_write_in
 from her_rl.summary.plots import figures
 from her_rl.summary.runs import Run, read_runs

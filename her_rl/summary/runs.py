@@ -2,7 +2,7 @@
 
 A run folder is one with a ``history.jsonl``, a ``results.json`` or a ``failed.json`` (a sweep job
 that failed: :mod:`her_rl.folder.failures`). Its setting is the overrides on the first line of
-``history.jsonl`` (else those of ``failed.json``) that define an experiment (her_rl/config/bookkeeping.py),
+``history.jsonl`` (else those of ``failed.json``) that define an experiment (her_rl/config/saved.py),
 with values unescaped as Hydra's grammar reads them; its status is done (a valid ``results.json``),
 running (a live process holds its lock) or failed, and ``error`` is the reason its last attempt
 failed. A folder whose results.json is not a JSON object of numbers, whose history line or
@@ -21,9 +21,8 @@ from typing import Any
 import yaml
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from her_rl.config import bookkeeping
-from her_rl.folder.failures import FAILED
-from her_rl.folder.failures import read as read_failure
+from her_rl.config import saved
+from her_rl.folder.failures import FAILED, read as read_failure
 from her_rl.folder.parse import YAML_MAX_CHARS, json_value, yaml_value
 from her_rl.folder.rundir import RunLock
 
@@ -154,7 +153,7 @@ def _check_config(folder: Path) -> tuple[str, ...] | None:
         raise BadRun("config.yaml is empty")
     if not isinstance(config, dict):
         raise BadRun(f"config.yaml holds a {type(config).__name__}, not a mapping of keys")
-    return tuple(sorted(entry for entry in _flat(config) if bookkeeping.is_setting(entry)))
+    return tuple(sorted(entry for entry in _flat(config) if saved.is_setting(entry)))
 
 
 def read_run(folder: Path) -> Run:
@@ -190,7 +189,7 @@ def read_run(folder: Path) -> Run:
     error = failure["error"] if failure is not None and (results is None or _newer(folder / FAILED, results_file)) else None
     seed = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "seed"), None)
     seed = int(seed) if seed is not None and seed.lstrip("-").isdigit() else None
-    setting = tuple(sorted(o for o in overrides if bookkeeping.is_setting(o)))
+    setting = tuple(sorted(o for o in overrides if saved.is_setting(o)))
     if results is not None:
         return Run(folder, setting, results.get("seed", seed), "done", results, "eval_success_rate" in results, error,
                    config)
