@@ -44,7 +44,6 @@ from her_rl.algos.cycle import cycle_envs, cycle_episodes, cycle_result, updates
 from her_rl.errors import ConfigError
 from her_rl.rl.her import (PRIORITIES, STRATEGIES, GoalInputs, HindsightMemory, HindsightSettings, action_space_for,
                             batch_tensors, collect_episodes, episode_bytes, to_env_actions)
-from her_rl.rl.updates import update_precision
 from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, choice,
                           integer, optional, setting)
 from her_rl.envs.probe import EnvSpaces
@@ -296,8 +295,10 @@ class HindsightLearner(Learner):
         return {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1.mean().item()}
 
     def autocast(self) -> torch.autocast:
-        """Context for an update's forward passes in ``precision`` (see :func:`update_precision`)."""
-        return update_precision(self.precision, self.device)
+        """Context for an update's forward (and so backward) passes. ``bfloat16`` runs the matrix products
+        through ``torch.autocast``: faster on CPUs with AMX / AVX512-BF16, slower on others. Parameters,
+        Adam's state and the loss stay float32."""
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")
 
     def adam(self, params, lr: float) -> torch.optim.Adam:
         return torch.optim.Adam(params, lr=lr, fused=self.device.type == "cpu")

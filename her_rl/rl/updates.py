@@ -1,7 +1,7 @@
-"""Pieces of a gradient update that on- and off-policy learners and the trainer share: mixed precision
-(the autocast context, whether this CPU has bfloat16 units, the warning when it has none) and the shuffled
-minibatches of an on-policy epoch. The off-policy learners' own pieces (frozen modules, the TD target,
-Polyak targets, return-range clipping) are in her_rl/algos/hindsight.py."""
+"""Pieces of a gradient update outside any one learner: whether this CPU has bfloat16 units and the
+trainer's warning when it has none (the hindsight learners' autocast), and the shuffled minibatches of an
+on-policy epoch. The off-policy learners' own pieces (frozen modules, the TD target, Polyak targets,
+return-range clipping, the autocast context) are in her_rl/algos/hindsight.py."""
 
 from __future__ import annotations
 
@@ -9,13 +9,6 @@ import platform
 from typing import Iterator
 
 import torch
-
-
-def update_precision(precision: str, device: torch.device) -> torch.autocast:
-    """Context for an update's forward (and so backward) passes. ``bfloat16`` runs the matrix
-    products through ``torch.autocast``: faster on CPUs with AMX / AVX512-BF16, slower on others.
-    Parameters, Adam's state and the loss stay float32."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
 
 
 def cpu_has_bfloat16() -> bool:
@@ -46,4 +39,4 @@ def minibatches(size: int, minibatch_size: int, generator: torch.Generator) -> I
         yield perm[start:start + minibatch_size]
 
 
-__all__ = ["minibatches", "update_precision"]
+__all__ = ["cpu_has_bfloat16", "minibatches", "slow_precision"]
