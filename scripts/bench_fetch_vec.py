@@ -5,7 +5,7 @@
 Needs the robotics extra (``pip install -e ".[robotics]"``). Each vector env is built by
 ``her_rl.envs.make_vec`` with ``env.vectorization`` set to ``sync`` (gymnasium's SyncVectorEnv: the
 copies stepped in turn in this process) or ``async`` (AsyncVectorEnv: one worker process per copy).
-One batch plays as HER collection does (``her_rl.rl.goal.collect_episodes``): reset every
+One batch plays as HER collection does (``her_rl.rl.her.collect_episodes``): reset every
 copy, then 50 lock-step steps with random actions (drawn in advance, so only reset and step are
 timed). For each number of copies both vector envs are built, warmed up with one untimed batch, then
 timed in turns (sync, async, sync, async, ...; ``--repeats`` runs of ``--batches`` batches each), so

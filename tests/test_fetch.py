@@ -101,7 +101,7 @@ def test_vectorization_key_is_checked():
 @needs_robotics
 @pytest.mark.parametrize("name", sorted(FETCH))
 def test_each_fetch_config_composes_and_builds(name):
-    from her_rl.rl.goal import goal_env_spec
+    from her_rl.rl.her import goal_env_spec
     from her_rl.config.checks import resolved
     from her_rl.envs.probe import probe_env
     from her_rl.envs import make_vec
@@ -130,9 +130,8 @@ def test_each_fetch_config_composes_and_builds(name):
 @needs_robotics
 @pytest.mark.parametrize("mode", fetch.VECTORIZATION)
 def test_relabelled_rewards_match_compute_reward_of_the_new_goal(mode):
-    from her_rl.rl.goal import collect_episodes, goal_env_spec
     from her_rl.envs import make_vec
-    from her_rl.rl.her import HindsightMemory, HindsightSettings
+    from her_rl.rl.her import HindsightMemory, HindsightSettings, collect_episodes, goal_env_spec
 
     env_cfg = {"name": "fetch_push", "id": "FetchPush-v4", "kwargs": {}, "vectorization": mode}
     envs = make_vec(env_cfg, 3, seed=0)

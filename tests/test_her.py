@@ -5,8 +5,7 @@ import pytest
 from gymnasium import spaces
 
 from her_rl.envs.bitflip import compute_reward
-from her_rl.rl.goal import GoalEnvSpec
-from her_rl.rl.her import STRATEGIES, HindsightMemory, HindsightSettings
+from her_rl.rl.her import STRATEGIES, GoalEnvSpec, HindsightMemory, HindsightSettings
 
 
 def reached(achieved_goal, desired_goal, info=None):

@@ -13,7 +13,7 @@ import torch.nn as nn
 from gymnasium import spaces
 
 from her_rl.algos.her_ddpg import HerDDPG
-from her_rl.rl.goal import from_env_actions, to_env_actions
+from her_rl.rl.her import from_env_actions, to_env_actions
 from her_rl.errors import ConfigError
 from her_rl.config.compose import compose
 from her_rl.run.runner import run

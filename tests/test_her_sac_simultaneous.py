@@ -10,7 +10,7 @@ from her_rl.algos.her_crossq import HerCrossQ
 from her_rl.algos.her_redq import HerREDQ
 from her_rl.algos.her_sac import HerSAC
 from her_rl.errors import ConfigError
-from her_rl.rl.actions import ContinuousAction
+from her_rl.rl.nets import ContinuousAction
 from her_rl.algos.parallel_update import can_fork
 from her_rl.config.registry import accepted_params
 

@@ -16,7 +16,7 @@ import her_rl
 from her_rl.algos.rollout import rollout_bytes
 from her_rl.errors import ConfigError
 from her_rl.rl import memory
-from her_rl.rl.goal import episode_bytes
+from her_rl.rl.her import episode_bytes
 
 SMALL = ["algo=her_dqn", "env=bitflip", "n=4", "progress=false", "eval.episodes=5", "algo.hidden=[8]",
          "algo.buffer_size=64", "algo.batch_size=8"]

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from her_rl.algos.hindsight import clip_to_return_range
 from her_rl.rl.success import EpisodeSuccess, SuccessRule, return_bounds, reward_probe
-from her_rl.rl.updates import clip_to_return_range
 
 HERE = Path(__file__).resolve().parent
 

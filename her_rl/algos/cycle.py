@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from her_rl.agent import IterationResult
-from her_rl.rl.goal import GoalEnvSpec, goal_env_spec
+from her_rl.rl.her import GoalEnvSpec, goal_env_spec
 
 PAPER_HORIZON, PAPER_EPISODES = 50, 16  # the HER paper's cycle: 16 episodes of 50 steps, 40 updates
 

@@ -29,10 +29,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from her_rl.algos.hindsight import HindsightLearner
+from her_rl.algos.hindsight import HindsightLearner, frozen
 from her_rl.rl.nets import Critic, mlp
 from her_rl.rl.noise import GaussianNoise, OUNoise
-from her_rl.rl.updates import frozen
 from her_rl.rules import NON_NEGATIVE, POSITIVE, UNIT, choice, setting
 
 NOISES = ("gaussian", "ou")

@@ -28,10 +28,9 @@ from typing import Any
 import torch
 
 from her_rl.algos.her_sac import SoftActorCritic
-from her_rl.algos.hindsight import HindsightLearner
+from her_rl.algos.hindsight import HindsightLearner, frozen
 from her_rl.errors import ConfigError
 from her_rl.rl.nets import EnsembleCritic
-from her_rl.rl.updates import frozen
 from her_rl.rules import BOOL, integer, setting
 
 

@@ -32,11 +32,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from her_rl.algos.hindsight import HindsightLearner
+from her_rl.algos.hindsight import HindsightLearner, frozen
 from her_rl.algos.parallel_update import ParallelUpdate, check_actor_half
-from her_rl.rl.actions import ContinuousAction, NormalPolicyHead
-from her_rl.rl.nets import Critic, mlp
-from her_rl.rl.updates import frozen
+from her_rl.rl.nets import ContinuousAction, Critic, NormalPolicyHead, mlp
 from her_rl.rules import BOOL, CRITIC_THREADS, POSITIVE, choice, optional, real, setting
 
 

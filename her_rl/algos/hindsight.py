@@ -8,7 +8,7 @@ learner has and runs the HER paper's cycle (Andrychowicz et al. 2017):
     store    them in a HindsightMemory (her_rl/rl/her.py: goals relabelled at sample time by
              ``strategy`` and ``k``, a ``random_mix`` share of far goals, ``n_step`` returns under the
              relabelled goal; its HindsightSettings are made once from these keys) and fold them into
-             the input statistics (GoalInputs, her_rl/rl/goal.py);
+             the input statistics (GoalInputs, also her_rl/rl/her.py);
     update   ``updates_per_cycle`` gradient steps (or ``updates_per_step`` per env step collected) on
              batches of ``batch_size``; forward passes run in ``precision``, gradients are clipped to
              a norm of ``grad_clip``;
@@ -21,12 +21,18 @@ entries), and writes
 ``build`` (networks, optimisers), ``policy`` (actions from network inputs: indices, or [-1, 1]^A
 for a ``CONTINUOUS`` learner, rescaled to the env's box only when stepping) and ``update`` (one
 gradient step on a batch of tensors, returning its metrics).
+
+The pieces of an update the off-policy learners share are this module's functions: :func:`frozen`
+(modules that take no gradient during an actor's step), :func:`td_target` (the bootstrapped target),
+:func:`polyak_update` (the target networks' step) and :func:`clip_to_return_range` (targets clamped to
+the returns a sparse reward allows).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -36,15 +42,52 @@ from her_rl.agent import IterationResult
 from her_rl.algos.base import Learner
 from her_rl.algos.cycle import cycle_envs, cycle_episodes, cycle_result, updates_for_cycle
 from her_rl.errors import ConfigError
-from her_rl.rl.her import PRIORITIES, STRATEGIES, HindsightMemory, HindsightSettings
-from her_rl.rl.updates import clip_to_return_range, polyak_update, td_target, update_precision
+from her_rl.rl.her import (PRIORITIES, STRATEGIES, GoalInputs, HindsightMemory, HindsightSettings, action_space_for,
+                            batch_tensors, collect_episodes, episode_bytes, to_env_actions)
 from her_rl.rules import (BOOL, COUNT, GRAD_NORM, HIDDEN, MAX_ENVS, POSITIVE, UNIT, UNIT_OPEN_CLOSED, choice,
                           integer, optional, setting)
 from her_rl.envs.probe import EnvSpaces
-from her_rl.rl.goal import (GoalInputs, action_space_for, batch_tensors, collect_episodes, episode_bytes,
-                            to_env_actions)
 
 PRECISIONS = ("float32", "bfloat16")
+
+
+@contextmanager
+def frozen(*modules: torch.nn.Module) -> Iterator[None]:
+    """The modules' weights take no gradient inside: an actor's step needs dQ/da, not the critics' weights."""
+    for module in modules:
+        module.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for module in modules:
+            module.requires_grad_(True)
+
+
+def td_target(reward: torch.Tensor, discount: torch.Tensor, not_done: torch.Tensor,
+              q_next: torch.Tensor) -> torch.Tensor:
+    """``reward + discount * not_done * q_next``: the one-step (``discount`` = gamma) or n-step (gamma^m)
+    bootstrapped target; ``not_done`` is 0 where the env terminated, so truncation is bootstrapped."""
+    return reward + discount * not_done * q_next
+
+
+@torch.no_grad()
+def polyak_update(net: torch.nn.Module, target: torch.nn.Module, decay: float) -> None:
+    """target <- decay * target + (1 - decay) * net (the HER paper's target update, decay 0.95)."""
+    for p, p_target in zip(net.parameters(), target.parameters()):
+        p_target.mul_(decay).add_(p, alpha=1.0 - decay)
+
+
+def clip_to_return_range(target: torch.Tensor, gamma: float,
+                         reward_range: tuple[float, float] | None = (-1.0, 0.0)) -> torch.Tensor:
+    """Clamp to the range of discounted returns of rewards in ``reward_range`` (a -1/0 goal reward:
+    [-1/(1-gamma), 0], the HER paper's bound; 0/1: [0, 1/(1-gamma)]); None: an unknown range, no clamp."""
+    if reward_range is None:
+        return target
+    low, high = reward_range
+    horizon = 1.0 / (1.0 - gamma) if gamma < 1.0 else float("inf")  # undiscounted: only the sign is bounded
+    lowest = 0.0 if low >= 0 else low * horizon
+    highest = 0.0 if high <= 0 else high * horizon
+    return target.clamp(lowest, highest)
 
 
 @dataclass(eq=False)
@@ -192,7 +235,7 @@ class HindsightLearner(Learner):
 
     # -- learning ------------------------------------------------------------------------------
     def tensors(self, b: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-        """A sampled batch as network-ready tensors (see ``her_rl.rl.goal.batch_tensors``)."""
+        """A sampled batch as network-ready tensors (see ``her_rl.rl.her.batch_tensors``)."""
         return batch_tensors(b, self.inputs, self.action_space, self.device)
 
     def learn(self) -> dict[str, float]:
@@ -252,8 +295,10 @@ class HindsightLearner(Learner):
         return {"losses/qf_loss": qf_loss.item() / 2.0, "losses/q_values": q1.mean().item()}
 
     def autocast(self) -> torch.autocast:
-        """Context for an update's forward passes in ``precision`` (see :func:`update_precision`)."""
-        return update_precision(self.precision, self.device)
+        """Context for an update's forward (and so backward) passes. ``bfloat16`` runs the matrix products
+        through ``torch.autocast``: faster on CPUs with AMX / AVX512-BF16, slower on others. Parameters,
+        Adam's state and the loss stay float32."""
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")
 
     def adam(self, params, lr: float) -> torch.optim.Adam:
         return torch.optim.Adam(params, lr=lr, fused=self.device.type == "cpu")

@@ -2,8 +2,8 @@
 
 * :func:`check_spaces` rejects, in one ConfigError line, spaces an on-policy learner cannot read or act in.
 * :class:`ObsProcessor` turns what a vector env returns into a flat float32 batch ``[N, D]``
-  (goal envs: ``observation``, the extra keys beside the goal keys (her_rl.rl.goal's
-  :func:`~her_rl.rl.goal.flat_observation`) and ``desired_goal`` concatenated; Discrete observations one-hot)
+  (goal envs: ``observation``, the extra keys beside the goal keys (her_rl.rl.her's
+  :func:`~her_rl.rl.her.flat_observation`) and ``desired_goal`` concatenated; Discrete observations one-hot)
   and optionally whitens it with running statistics (updated only while collecting, never in
   ``act``).
 * :class:`ActorNet` is the actor for a ``Discrete`` or ``Box`` action space, built from the shared
@@ -18,10 +18,9 @@ import torch.nn as nn
 from gymnasium import spaces
 
 from her_rl.errors import ConfigError
-from her_rl.rl.actions import ContinuousAction, DiscreteAction
 from her_rl.envs.goal_env import extra_keys
-from her_rl.rl.goal import flat_observation, flat_size
-from her_rl.rl.nets import mlp
+from her_rl.rl.her import flat_observation, flat_size
+from her_rl.rl.nets import ContinuousAction, DiscreteAction, mlp
 from her_rl.rl.normalize import RunningMeanStd
 
 

@@ -38,8 +38,8 @@ from typing import Any, Callable, Sequence, TypeVar
 import torch
 import torch.nn.functional as F
 
+from her_rl.algos.hindsight import frozen
 from her_rl.errors import ConfigError
-from her_rl.rl.updates import frozen
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -1,10 +1,8 @@
 """Building blocks for policy-gradient, PPO, RND and off-policy/HER agents."""
-from .actions import Action, ContinuousAction, DiscreteAction, NormalPolicyHead
-from .goal import GoalEnvSpec, GoalInputs, collect_episodes, goal_env_spec
-from .her import HindsightMemory, HindsightSettings
+from .her import GoalEnvSpec, GoalInputs, HindsightMemory, HindsightSettings, collect_episodes, goal_env_spec
 from .history import RewardHistory
 from .losses import ClipLoss, EntropyLoss, PGLoss
-from .nets import ElementwiseQ, mlp
+from .nets import Action, ContinuousAction, DiscreteAction, ElementwiseQ, NormalPolicyHead, mlp
 from .noise import GaussianNoise, OUNoise
 from .normalize import RunningMeanStd
 from .replay import ReplayBuffer

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .actions import Action, DiscreteAction
+from .nets import Action, DiscreteAction
 from .returns import Rewards
 
 __all__ = ["PGLoss", "ClipLoss", "EntropyLoss"]

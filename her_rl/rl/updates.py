@@ -1,47 +1,14 @@
-"""Pieces of a gradient update that learners share: modules frozen for an actor's step, the bootstrapped
-TD target, Polyak-averaged targets, mixed precision, targets clipped to the range a sparse reward allows,
-and the shuffled minibatches of an on-policy epoch."""
+"""Pieces of a gradient update outside any one learner: whether this CPU has bfloat16 units and the
+trainer's warning when it has none (the hindsight learners' autocast), and the shuffled minibatches of an
+on-policy epoch. The off-policy learners' own pieces (frozen modules, the TD target, Polyak targets,
+return-range clipping, the autocast context) are in her_rl/algos/hindsight.py."""
 
 from __future__ import annotations
 
 import platform
-from contextlib import contextmanager
 from typing import Iterator
 
 import torch
-
-
-@contextmanager
-def frozen(*modules: torch.nn.Module) -> Iterator[None]:
-    """The modules' weights take no gradient inside: an actor's step needs dQ/da, not the critics' weights."""
-    for module in modules:
-        module.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for module in modules:
-            module.requires_grad_(True)
-
-
-def td_target(reward: torch.Tensor, discount: torch.Tensor, not_done: torch.Tensor,
-              q_next: torch.Tensor) -> torch.Tensor:
-    """``reward + discount * not_done * q_next``: the one-step (``discount`` = gamma) or n-step (gamma^m)
-    bootstrapped target; ``not_done`` is 0 where the env terminated, so truncation is bootstrapped."""
-    return reward + discount * not_done * q_next
-
-
-@torch.no_grad()
-def polyak_update(net: torch.nn.Module, target: torch.nn.Module, decay: float) -> None:
-    """target <- decay * target + (1 - decay) * net (the HER paper's target update, decay 0.95)."""
-    for p, p_target in zip(net.parameters(), target.parameters()):
-        p_target.mul_(decay).add_(p, alpha=1.0 - decay)
-
-
-def update_precision(precision: str, device: torch.device) -> torch.autocast:
-    """Context for an update's forward (and so backward) passes. ``bfloat16`` runs the matrix
-    products through ``torch.autocast``: faster on CPUs with AMX / AVX512-BF16, slower on others.
-    Parameters, Adam's state and the loss stay float32."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
 
 
 def cpu_has_bfloat16() -> bool:
@@ -65,19 +32,6 @@ def slow_precision(precision: str, device: torch.device | None) -> str | None:
             "slower than with algo.precision=float32")
 
 
-def clip_to_return_range(target: torch.Tensor, gamma: float,
-                         reward_range: tuple[float, float] | None = (-1.0, 0.0)) -> torch.Tensor:
-    """Clamp to the range of discounted returns of rewards in ``reward_range`` (a -1/0 goal reward:
-    [-1/(1-gamma), 0], the HER paper's bound; 0/1: [0, 1/(1-gamma)]); None: an unknown range, no clamp."""
-    if reward_range is None:
-        return target
-    low, high = reward_range
-    horizon = 1.0 / (1.0 - gamma) if gamma < 1.0 else float("inf")  # undiscounted: only the sign is bounded
-    lowest = 0.0 if low >= 0 else low * horizon
-    highest = 0.0 if high <= 0 else high * horizon
-    return target.clamp(lowest, highest)
-
-
 def minibatches(size: int, minibatch_size: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
     """One epoch: the indices ``0 .. size - 1`` shuffled with ``generator``, in slices of ``minibatch_size``."""
     perm = torch.randperm(size, generator=generator, device=generator.device)
@@ -85,4 +39,4 @@ def minibatches(size: int, minibatch_size: int, generator: torch.Generator) -> I
         yield perm[start:start + minibatch_size]
 
 
-__all__ = ["clip_to_return_range", "frozen", "minibatches", "polyak_update", "td_target", "update_precision"]
+__all__ = ["cpu_has_bfloat16", "minibatches", "slow_precision"]
