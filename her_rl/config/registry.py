@@ -24,7 +24,6 @@ from typing import Any
 
 from gymnasium import spaces
 
-from her_rl.algos.base import RUNTIME_ARGS
 from her_rl.envs.probe import EnvSpaces
 from her_rl.errors import ConfigError  # also importable from here, its first home
 from her_rl.rules import meanings_of
@@ -153,11 +152,16 @@ def resolve_target(algo: str, target: str | None) -> type:
     return learners()[algo]
 
 
-def accepted_params(name: str) -> list[str]:
-    """The hyperparameters (config keys) the registered class of algo ``name`` accepts: its fields."""
+def _hyperparameters(name: str) -> list:
+    """The fields of algo ``name``'s registered class that are config keys (not the runtime arguments)."""
     from her_rl.algos.base import RUNTIME_ARGS  # lazy: torch, as the learners
 
-    return [f.name for f in fields(resolve_target(name, None)) if f.init and f.name not in RUNTIME_ARGS]
+    return [f for f in fields(resolve_target(name, None)) if f.init and f.name not in RUNTIME_ARGS]
+
+
+def accepted_params(name: str) -> list[str]:
+    """The hyperparameters (config keys) the registered class of algo ``name`` accepts: its fields."""
+    return [f.name for f in _hyperparameters(name)]
 
 
 def check_algo_keys(name: str, keys) -> None:
@@ -189,9 +193,7 @@ def _plain(value: Any) -> Any:
 def defaults(name: str) -> dict[str, Any]:
     """Algo ``name``'s hyperparameters and their defaults, in the class's field order."""
     out = {}
-    for f in fields(resolve_target(name, None)):
-        if f.name in RUNTIME_ARGS or not f.init:
-            continue
+    for f in _hyperparameters(name):
         if f.default is MISSING:  # a hyperparameter needs a default to be a config key
             raise TypeError(f"{name}: hyperparameter field '{f.name}' has no default")
         out[f.name] = _plain(f.default)
