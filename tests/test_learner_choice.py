@@ -9,6 +9,7 @@ import pytest
 
 import her_rl
 from her_rl.config.compose import choose, compose
+from her_rl.errors import ConfigError
 
 # A goal env of the user's whose reward is dense: minus the distance to the goal.
 DENSE_ENV = textwrap.dedent("""
@@ -64,6 +65,16 @@ def test_a_box_goal_env_trains_with_no_algo_and_the_choice_is_said(tmp_path, cap
     said = [line for line in out.splitlines() if line.startswith("her-run: algo=")]
     assert said == ["her-run: algo=her_crossq, chosen for env her_rl/Push-v0: a goal env with Box actions "
                     "(algo= picks another)"]
+
+
+def test_a_key_only_the_chosen_learner_has_is_taken(tmp_path):
+    # her_dqn, the default learner, has no target_entropy: the key waits for the learner the env calls for
+    given = ["env=push", "env.kwargs.actions=continuous", "algo.target_entropy=0", "algo.policy_delay=2"]
+    assert choose(given).added == ("algo=her_crossq",)
+    algo = compose(given).algo
+    assert algo.name == "her_crossq" and algo.target_entropy == 0 and algo.policy_delay == 2
+    with pytest.raises(ConfigError, match="unknown config key 'algo.nope': algo 'her_crossq' has no such key"):
+        her_rl.train(["env=push", "env.kwargs.actions=continuous", "algo.nope=1"], out_dir=tmp_path / "run")
 
 
 def test_a_sweep_whose_envs_need_different_learners_is_refused(her_run_here, tmp_path):

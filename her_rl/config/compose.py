@@ -31,8 +31,9 @@ from pathlib import Path
 
 from hydra import compose as hydra_compose, initialize_config_module
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import MissingConfigException, OverrideParseException
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
 
 from her_rl.config import checks
 from her_rl.config.checks import expand_overrides
@@ -316,7 +317,10 @@ def compose_command(overrides: list[str], multirun: bool = False) -> tuple[list[
     import_given(one_value_each(overrides))
     choice = choose(overrides, multirun)
     overrides = choice.apply(overrides)
-    return [composed(v, hydra=True) for v in (sweep_variants(overrides) if multirun else [overrides])], choice
+    try:
+        return [composed(v, hydra=True) for v in (sweep_variants(overrides) if multirun else [overrides])], choice
+    except (HydraException, OmegaConfBaseException) as exc:  # told with the chosen learner, whose keys it names
+        raise ConfigError(hydra_message(exc, overrides)) from None
 
 
 def without_hydra(cfg: DictConfig) -> DictConfig:
@@ -357,6 +361,9 @@ def _choose(overrides: list[str]) -> Choice:
     given = _given(overrides)
     if {"experiment", "load"} & set(given) or given.get("resume") == "True" or {"algo", "tuned"} <= set(given):
         return Choice()
+    if "algo" not in given:  # the learner's own keys wait for the learner: the default one may not have them
+        overrides = [o.input_line for o in OverridesParser.create().parse_overrides(list(overrides))
+                     if not o.key_or_group.startswith("algo.")]
     try:
         cfg = composed(list(overrides), hydra=True)
         env = OmegaConf.to_container(cfg.env, resolve=True, throw_on_missing=True)
@@ -467,4 +474,6 @@ def hydra_message(exc: BaseException, overrides: list[str]) -> str:
     return one_line(text.split("Config search path")[0])
 
 
-__all__ = ["check_group_names", "check_overrides", "Choice", "choose", "compose", "compose_command", "composed", "HYDRA_DIRS", "HYDRA_GROUPS", "hydra_message", "HYDRA_SETTINGS", "one_value_each", "single_job_dir", "sweep_values", "sweep_variants", "tuned_file", "tuned_keys", "without_hydra"]
+__all__ = ["check_group_names", "check_overrides", "Choice", "choose", "compose", "compose_command", "composed",
+           "HYDRA_DIRS", "HYDRA_GROUPS", "hydra_message", "HYDRA_SETTINGS", "one_value_each", "single_job_dir",
+           "sweep_values", "sweep_variants", "tuned_file", "tuned_keys", "without_hydra"]

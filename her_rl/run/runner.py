@@ -219,4 +219,5 @@ def train(plan: Plan) -> dict[str, Any]:
     return numbers
 
 
-__all__ = ["check_optimizers", "check_state", "device_name", "load_state", "main", "make_agent", "run", "start", "train"]
+__all__ = ["check_optimizers", "check_state", "device_name", "load_state", "main", "make_agent", "run", "start",
+           "train"]
