@@ -11,8 +11,9 @@ import her_rl
 from her_rl.algos.onpolicy_actor import ObsProcessor, check_spaces
 from her_rl.algos.ppo import PPO
 from her_rl.envs import make_vec
+from her_rl.envs.goal_env import extra_keys
 from her_rl.errors import ConfigError
-from her_rl.rl.her import GoalInputs, collect_episodes, extra_keys, flat_observation, goal_env_spec
+from her_rl.rl.her import GoalInputs, collect_episodes, flat_observation, goal_env_spec
 
 ENV_ID = "HerRlTestExtraKeysGoal-v0"
 ENV = {"name": "gym", "id": ENV_ID, "kwargs": {}}
