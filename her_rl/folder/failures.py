@@ -88,7 +88,9 @@ def _shown(folder: Path) -> str:
 def job_failed(out: Path, exc: BaseException, overrides: list[str]) -> None:
     """Report and record a failed sweep job; the sweeper gets no objective for it (None)."""
     line, code = describe(exc)
-    print(printable(f"her-run: error: sweep job {_shown(out)}: {line}"), file=sys.stderr, flush=True)
+    # one write with its newline: jobs failing at once (the launcher's threads) must not interleave their lines
+    sys.stderr.write(printable(f"her-run: error: sweep job {_shown(out)}: {line}") + "\n")
+    sys.stderr.flush()
     if isinstance(exc, FolderBusy) or not record(out, line, code, overrides):  # a folder another run holds: not ours
         _sweep["unrecorded"].append((out, line, code))  # still counted at the end (basic launcher: this process)
 
