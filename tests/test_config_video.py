@@ -13,10 +13,10 @@ def test_short_form_becomes_the_enabled_key_and_nothing_else_changes():
 
 
 def test_options_fill_the_defaults_under_what_was_given_and_take_a_python_callers_bare_bool():
-    assert keys.options({"load": "runs/a", "video": True}, None) == {**keys.DEFAULTS, "enabled": True}
-    assert keys.options({"load": "runs/a"}, None) == keys.DEFAULTS
+    assert keys.options({"load": "runs/a", "video": True}, None) == {**keys.VIDEO_DEFAULTS, "enabled": True}
+    assert keys.options({"load": "runs/a"}, None) == keys.VIDEO_DEFAULTS
     got = keys.options({"load": "runs/a", "video": {"enabled": True, "episodes": 5}}, ["video=true"])
-    assert (got["enabled"], got["episodes"], got["fps"]) == (True, 5, keys.DEFAULTS["fps"])
+    assert (got["enabled"], got["episodes"], got["fps"]) == (True, 5, keys.VIDEO_DEFAULTS["fps"])
 
 
 def test_video_keys_without_load_and_video_keys_without_video_are_refused():

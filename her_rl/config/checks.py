@@ -238,7 +238,7 @@ def _config_defaults() -> dict[str, Any]:
     return dict(yaml.safe_load(text)["video"])
 
 
-DEFAULTS: dict[str, Any] = _config_defaults()
+VIDEO_DEFAULTS: dict[str, Any] = _config_defaults()
 _SHORT = re.compile(r"^(\+{0,2})video=(true|false)$", re.IGNORECASE)
 
 
@@ -259,12 +259,12 @@ def _given(overrides: list[str] | None) -> list[str]:
 
 def options(current: Mapping[str, Any], overrides: list[str] | None) -> dict[str, Any]:
     """The one check of the ``video`` keys, for training and ``load=`` alike: the table this command
-    records with (:data:`DEFAULTS` under what was given; the bare bool ``video=true`` of a Python
+    records with (:data:`VIDEO_DEFAULTS` under what was given; the bare bool ``video=true`` of a Python
     caller's dict counts as ``video.enabled``). Refused in one line: video keys on a training command
     (videos are recorded from a saved run), and ``video.episodes=5`` alone, which would record nothing.
     Values are checked by the schema."""
     value = current.get("video")
-    table = {**DEFAULTS, **({"enabled": value} if isinstance(value, bool) else dict(value or {}))}
+    table = {**VIDEO_DEFAULTS, **({"enabled": value} if isinstance(value, bool) else dict(value or {}))}
     given = _given(overrides)
     if not current.get("load") and (given or table["enabled"] is True):
         raise ConfigError("video keys need load=RUN_DIR: videos are recorded from a trained run "
@@ -360,6 +360,3 @@ def validate(cfg: DictConfig | dict[str, Any], overrides: list[str] | None = Non
     if required:
         check_required(data, overrides, learner=False)
     return check(data, interpolations(cfg))
-
-
-__all__ = ["DEFAULTS", "expand_overrides", "options"]

@@ -36,7 +36,6 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from her_rl.config import checks
-from her_rl.config.checks import expand_overrides
 from her_rl.config.registry import ALGOS, accepted_params, algo_info, check_env_name, learner_for
 from her_rl.envs.custom import import_given
 from her_rl.envs.families import settings_names
@@ -255,7 +254,7 @@ _LAST: list = []  # (overrides, hydra, config) of the last composition: the choi
 
 def composed(overrides: list[str], hydra: bool = False) -> DictConfig:
     """Hydra's composition of these overrides as they stand (checked and chosen already)."""
-    key = (tuple(expand_overrides(overrides)), hydra, os.getcwd())  # the hydra node holds the working folder
+    key = (tuple(checks.expand_overrides(overrides)), hydra, os.getcwd())  # the hydra node holds the working folder
     with _HYDRA:  # Hydra's global state takes one composition at a time (her_rl.train from several threads)
         if not _LAST or _LAST[0] != key:
             with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):

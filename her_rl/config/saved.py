@@ -29,7 +29,6 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from her_rl.config import checks
-from her_rl.config.checks import TOP
 from her_rl.errors import CheckpointError, ConfigError
 from her_rl.rules import show
 
@@ -82,7 +81,7 @@ def leaf_keys(tables: dict[str, Any]) -> list[str]:
 
 def exclude_keys() -> list[str]:
     """Resolver ``${bookkeeping_keys:}`` in conf/config.yaml: the keys left out of folder names."""
-    return leaf_keys(TOP)
+    return leaf_keys(checks.TOP)
 
 
 GROUPS = ("algo", "env")

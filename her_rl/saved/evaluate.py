@@ -16,8 +16,7 @@ from typing import Any
 
 import torch
 
-from her_rl.config import checks as video_keys
-from her_rl.config.checks import TOP, resolved, validate
+from her_rl.config.checks import TOP, options, resolved, validate
 from her_rl.config.saved import check_saved, merge
 from her_rl.envs import make_vec
 from her_rl.errors import ConfigError, OutputError
@@ -51,7 +50,7 @@ def evaluate_checkpoint(checked: Evaluation) -> dict[str, Any]:
     saved = checkpoint.load(path)
     check_saved(saved, path)
     config, _ = merge(saved["config"], current, overrides, verb="evaluate", extra_safe=("seed",))
-    config["video"] = video_keys.options(current, overrides)  # this command's, not the saved run's
+    config["video"] = options(current, overrides)  # this command's, not the saved run's
     validate(config)
     out = checked.out if checked.out is not None else path.parent
     lock = output_folder(out, VIDEOS if config["video"]["enabled"] else EVAL, given=checked.out is not None)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from her_rl.config.checks import DEFAULTS
+from her_rl.config.checks import VIDEO_DEFAULTS
 from her_rl.errors import OutputError, VideoError, one_line
 from her_rl.folder.rundir import RunLock
 
@@ -277,7 +277,7 @@ class _Writer:
             os.close(self.fd)
 
 
-def record(policy, folder: str | Path, episodes: int = DEFAULTS["episodes"], seed: int = 0,
+def record(policy, folder: str | Path, episodes: int = VIDEO_DEFAULTS["episodes"], seed: int = 0,
            fps: float | None = None, fmt: str = "mp4", max_steps: int = MAX_STEPS,
            lock: RunLock | None = None) -> list[Path]:
     """Record ``episodes`` greedy episodes (episode ``i`` reset with ``seed + i``) into
