@@ -26,9 +26,10 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from her_rl.config.registry import check_algo_keys, check_pairing, resolve_target
+from her_rl.config.registry import check_algo_keys, check_pairing, defaults, resolve_target
 from her_rl.envs import bitflip, deep_sea
 from her_rl.envs.probe import EnvSpaces, probe_env, show_held_warnings
+from her_rl.envs.table_settings import check_table_kwargs
 from her_rl.errors import ConfigError, one_line
 from her_rl.rules import (BOOL, COUNT, MAX_ENVS, NON_NEGATIVE, POSITIVE, Rule, RuleError, SEED, TEXT, UNIT,
                           UNIT_OPEN_CLOSED, arg_rules, choice, integer, optional, real, rules_of, show)
@@ -103,8 +104,6 @@ def required(cfg: dict[str, Any], learner: bool = True) -> list[str]:
     keys += [f"env.{key}" for key in ENV_REQUIRED] + ["algo.name"]
     name = cfg.get("algo", {}).get("name") if isinstance(cfg.get("algo"), dict) else None
     if learner and isinstance(name, str):
-        from her_rl.config.registry import defaults
-
         try:
             keys += [f"algo.{key}" for key in defaults(name)]
         except ConfigError:  # an unknown algo: check_algo names the choices
@@ -190,13 +189,8 @@ ENV_KWARGS: dict[str, dict[str, Rule]] = {  # keyed by env id, so `env=gym env.i
 }
 
 
-def _table_checker(task: str) -> Callable[[dict[str, Any]], None] | None:
-    """push/drag ship their own kwargs check (her_rl.envs.table.check_table_kwargs)."""
-    try:
-        from her_rl.envs.table_settings import check_table_kwargs
-    except ImportError:  # pragma: no cover - the envs are probed instead
-        return None
-
+def _table_checker(task: str) -> Callable[[dict[str, Any]], None]:
+    """push/drag ship their own kwargs check (her_rl.envs.table_settings.check_table_kwargs)."""
     def check(kwargs: dict[str, Any]) -> None:
         try:
             check_table_kwargs(task, **kwargs)

@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from gymnasium import spaces
+from hydra.core.config_store import ConfigStore
 
 from her_rl.envs.probe import EnvSpaces
+from her_rl.envs.table_settings import DEFAULTS, DRAG_DEFAULTS
 from her_rl.errors import ConfigError  # also importable from here, its first home
 from her_rl.rules import meanings_of
 
@@ -215,10 +217,6 @@ def meanings(name: str) -> dict[str, str]:
 def store() -> None:
     """Put every registered algorithm's config and the table tasks' settings into Hydra's ConfigStore
     (idempotent)."""
-    from hydra.core.config_store import ConfigStore
-
-    from her_rl.envs.table_settings import DEFAULTS, DRAG_DEFAULTS
-
     cs = ConfigStore.instance()
     for name in ALGOS:
         cs.store(group="algo", name=name, node=node(name))
