@@ -292,11 +292,16 @@ def tuned_file(algo: str, group: str, env_id: str) -> str | None:
 
 
 def tuned_keys(name: str) -> dict[str, object]:
-    """The dotted keys a tuned file sets and their values (its ``@package`` line says where they go)."""
+    """The dotted keys a tuned file sets and their values (its ``@package`` line says where they go),
+    the keys of the tuned files its ``defaults`` list names first."""
     text = (TUNED / f"{name}.yaml").read_text()
     package = re.search(r"^# @package (\S+)", text, re.M)
     prefix = "" if package and package.group(1) == "_global_" else "algo."
+    node = OmegaConf.to_container(OmegaConf.create(text))
     flat: dict[str, object] = {}
+    for base in node.get("defaults", []):
+        if base != "_self_":
+            flat.update(tuned_keys(base))
 
     def walk(node, at: str) -> None:
         if isinstance(node, dict):
@@ -305,7 +310,7 @@ def tuned_keys(name: str) -> dict[str, object]:
                     walk(value, f"{at}{key}.")
         else:
             flat[at[:-1]] = node
-    walk(OmegaConf.to_container(OmegaConf.create(text)), prefix)
+    walk(node, prefix)
     return flat
 
 
