@@ -264,6 +264,7 @@ def _env_sections() -> list[str]:
 
 def _tuned_section() -> list[str]:
     from her_rl.config.registry import ALGOS, ENVS
+    from her_rl.envs.families import SETTINGS
 
     lines = ["## Tuned files: `tuned` {#tuned}", "",
              "`her_rl/conf/tuned/NAME.yaml` sets algorithm keys over the algorithm's defaults; keys given on "
@@ -280,7 +281,10 @@ def _tuned_section() -> list[str]:
             algo = max((a for a in ALGOS if name.startswith(a + "_")), key=len)
             base = _compose([f"algo={algo}", "~tuned"])["algo"]
             tuned = _compose([f"algo={algo}", f"tuned={name}"])["algo"]
-            applies = f"Opt-in: `algo={algo} tuned={name}`."
+            kind = next((k for k, pattern in SETTINGS if name == f"{algo}_{k}"), None)
+            applies = (f"Applies by itself to `env=gym env.id=ID` with `algo={algo}` or no `algo=`, for the ids "
+                       f"that the pattern `{next(p for k, p in SETTINGS if k == kind)}` matches at their start." if kind else
+                       f"Opt-in: `algo={algo} tuned={name}`.")
         rows = [[f"`algo.{k}`", code(base.get(k)), code(v)] for k, v in tuned.items() if base.get(k) != v]
         lines += [f"### `{name}`", "", applies, "", *table(["key", "algorithm default", "this file"], rows)]
     return lines

@@ -139,3 +139,18 @@ def test_fetch_pick_and_place_trains_by_its_id_with_no_algo(robotics, her_run, t
     assert len(said) == 1 and "algo=her_crossq, chosen for env FetchPickAndPlace-v4" in said[0]
     assert "tuned file her_crossq_gym sets" in said[0] and "budget.env_steps" not in said[0]
     assert "name: her_crossq" in (tmp_path / "run" / "config.yaml").read_text()
+
+
+def test_a_point_maze_gets_its_own_file_and_the_ant_maze_the_gym_one(robotics):
+    point, ant = compose(["env=gym", "env.id=PointMaze_Medium-v3"]), compose(["env=gym", "env.id=AntMaze_UMaze-v5"])
+    gym_setting = compose(["env=gym", "env.id=PointMaze_Medium-v3", "tuned=her_crossq_gym"])
+    assert point.algo.gamma == 0.99 and ant.algo.gamma == 0.98 == gym_setting.algo.gamma
+    # the point-maze file is the gym file with one key more: the rest of its setting is the same
+    assert {k: v for k, v in point.algo.items() if k != "gamma"} == {k: v for k, v in gym_setting.algo.items()
+                                                                   if k != "gamma"}
+    assert point.eval == gym_setting.eval and point.budget == gym_setting.budget
+    line = choose(["env=gym", "env.id=PointMaze_UMaze-v3"]).line
+    assert "tuned file her_crossq_point_maze sets algo.episodes_per_cycle=2, algo.updates_per_step=0.4" in line
+    assert line.index("algo.updates_per_step") < line.index("algo.gamma=0.99")  # the gym file's keys, then its own
+    assert "her_crossq_gym" in choose(["env=gym", "env.id=AntMaze_UMaze-v5"]).line
+    assert "algo.gamma" not in choose(["env=gym", "env.id=PointMaze_UMaze-v3", "algo.gamma=0.95"]).line
