@@ -98,11 +98,12 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def machines(rows: Sequence[dict[str, Any]]) -> str:
-    """What each task's runs ran on and beside, one bullet a task."""
+    """What each task's runs ran on and beside, one bullet a task (each seed's, where they differ)."""
     lines = []
     for task, runs in by_task(rows).items():
-        told = sorted({f"{r['cpu']}; {r['note']}" if r["note"] else r["cpu"] for r in runs})
-        lines.append(f"- `{task}`: " + " | ".join(told))
+        told = [f"{r['cpu']}; {r['note']}" if r["note"] else r["cpu"] for r in runs]
+        lines.append(f"- `{task}`: " + (told[0] if len(set(told)) == 1 else
+                                       " | ".join(f"seed {r['seed']}: {t}" for r, t in zip(runs, told))))
     return "\n".join(lines)
 
 

@@ -46,3 +46,6 @@ def test_the_table_gives_each_seed_its_steps_to_each_level_and_the_iqm_over_thre
     one = table([_row(0, [(10_000, 0.4)], task="FetchReach-v4")]).splitlines()[2]
     assert "| 0.40 |" in one and "IQM" not in one
     assert "- `PandaPush-v3`: a CPU; beside a test" in section(rows, None)
+    # where the seeds ran differently, each seed's line is named, in seed order
+    apart = [_row(1, [(10_000, 0.4)]), {**_row(0, [(10_000, 0.5)]), "note": "alone"}]
+    assert "- `PandaPush-v3`: seed 0: a CPU; alone | seed 1: a CPU; beside a test" in section(apart, None)
