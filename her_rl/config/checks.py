@@ -199,9 +199,9 @@ def _table_checker(task: str) -> Callable[[dict[str, Any]], None]:
     return check
 
 
-ENV_KWARG_CHECKERS: dict[str, Callable[[], Callable[[dict[str, Any]], None] | None]] = {
-    "her_rl/Push-v0": lambda: _table_checker("push"),
-    "her_rl/Drag-v0": lambda: _table_checker("drag"),
+ENV_KWARG_CHECKERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "her_rl/Push-v0": _table_checker("push"),
+    "her_rl/Drag-v0": _table_checker("drag"),
 }
 
 
@@ -214,9 +214,8 @@ def check_env(env: dict[str, Any]) -> None:
         if key not in env:
             raise ConfigError(f"env.{key} is missing (env group '{env.get('name')}')")
     _check_table("env.kwargs.", ENV_KWARGS.get(env["id"], {}), env["kwargs"], allow_unknown=True)
-    checker = ENV_KWARG_CHECKERS.get(env["id"], lambda: None)()
-    if checker is not None:
-        checker(env["kwargs"])
+    if env["id"] in ENV_KWARG_CHECKERS:
+        ENV_KWARG_CHECKERS[env["id"]](env["kwargs"])
 
 
 def check_values(cfg: dict[str, Any]) -> None:
