@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from her_rl.config import checks
-from her_rl.envs.custom import import_given
+from her_rl.envs.families import import_given
 from her_rl.errors import ConfigError, one_line, outside, printable, whole
 from her_rl.folder import metrics as metrics_file
 from her_rl.folder.atomic import write_atomic_text

@@ -130,8 +130,8 @@ def test_the_users_folder_serves_its_modules_but_joins_no_search_path(tmp_path, 
     """After the import, a helper the env imports later is still found beside it, yet the folder is on
     no search path: a hydra_plugins/ folder there is no part of Hydra's plugin namespace, whose scan
     imports every module in it."""
-    from her_rl.envs import custom
-    from her_rl.envs.custom import import_env_module
+    from her_rl.envs import families
+    from her_rl.envs.families import import_env_module
 
     (tmp_path / "user_later.py").write_text(LINE_ENV.replace("UserLine-v0", "UserLater-v0").replace(
         "self.x = 0", "import user_later_helper\n        self.x = user_later_helper.START"))
@@ -141,7 +141,7 @@ def test_the_users_folder_serves_its_modules_but_joins_no_search_path(tmp_path, 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
-    monkeypatch.setattr(custom._USER_FOLDERS, "folders", [])
+    monkeypatch.setattr(families._USER_FOLDERS, "folders", [])
     import gymnasium as gym
 
     import_env_module("user_later:UserLater-v0")

@@ -1,4 +1,4 @@
-"""Resume by folder and load= (her_rl/config/saved.py, her_rl/folder/resume.py): the saved config plus safe changes, refusals that
+"""Resume by folder and load= (her_rl/config/saved.py, her_rl/folder/rundir.py): the saved config plus safe changes, refusals that
 write nothing, and a crashed run that resumes to the same result as one that never stopped."""
 
 import json
@@ -248,10 +248,10 @@ def test_a_generator_state_of_no_device_is_still_refused(tmp_path):
 def test_a_run_saved_with_keys_its_learner_no_longer_takes_resumes_and_loads(tmp_path, monkeypatch, algo):
     """HER-REDQ and HER-CrossQ once declared her_sac's simultaneous and actor_half (HER-REDQ critic_threads
     too), each allowed one value only: their saved runs hold them, and resume, resume=auto and load= read
-    past them (her_rl/folder/resume.py: RETIRED); another value is still refused as the key it is."""
+    past them (her_rl/folder/rundir.py: RETIRED); another value is still refused as the key it is."""
     import shutil
 
-    from her_rl.folder.resume import RETIRED
+    from her_rl.folder.rundir import RETIRED
 
     monkeypatch.chdir(tmp_path)
     out, early = tmp_path / "run", tmp_path / "early"

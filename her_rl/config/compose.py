@@ -37,8 +37,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from her_rl.config import checks
 from her_rl.config.registry import ALGOS, accepted_params, algo_info, check_env_name, learner_for
-from her_rl.envs.custom import import_given
-from her_rl.envs.families import settings_names
+from her_rl.envs.families import import_given, settings_names
 from her_rl.envs.probe import probe_env
 from her_rl.errors import ConfigError, one_line, outside
 

@@ -18,7 +18,7 @@ A key here is a top-level key or a whole table (``budget`` covers ``budget.env_s
 other key under it), or one key of a group (``LEAVES``). ``resume`` and ``load`` say what to do with a
 run; they are never compared and always taken from the command. The saved run's resolved config is
 the base (:func:`merge`), so a run folder is resumed without retyping its overrides; reading it off a
-run folder is her_rl/folder/resume.py's.
+run folder is her_rl/folder/rundir.py's.
 """
 
 from __future__ import annotations

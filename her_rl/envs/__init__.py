@@ -15,13 +15,12 @@ import gymnasium as gym
 
 from her_rl.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
 from her_rl.envs.checks import EnvFault, guard, raised
-from her_rl.envs.time_limits import time_limit
-from her_rl.envs.custom import registered_id
 from her_rl.envs.drag import DragEnv, DragVectorEnv
-from her_rl.envs.families import ensure_registered
+from her_rl.envs.families import ensure_registered, registered_id
 from her_rl.envs.fetch import GoalVectorEnv, NoBlockToHold, cache_joint_lookups, start_in_gripper
 from her_rl.envs.push import PushEnv, PushVectorEnv
 from her_rl.envs.table_settings import check_table_kwargs
+from her_rl.envs.time_limits import time_limit
 from her_rl.errors import ConfigError, one_line, outside, raised_by_code
 
 _OURS = {

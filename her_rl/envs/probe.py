@@ -19,8 +19,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from her_rl.envs import make_vec  # the package, imported before this module whatever imports it
-from her_rl.envs.custom import registered_id
-from her_rl.envs.families import ensure_registered
+from her_rl.envs.families import ensure_registered, registered_id
 from her_rl.envs.goal_env import ARRAY_SPACES, GOAL_KEYS, episode_horizon, extra_keys, goal_carrier
 from her_rl.envs.time_limits import time_limit
 from her_rl.errors import ConfigError, one_line, outside

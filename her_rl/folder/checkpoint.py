@@ -1,4 +1,4 @@
-"""Atomic checkpoints, safe loading and RNG state capture.
+"""Atomic checkpoints, safe loading, RNG state capture, and the run's counters (:class:`RunState`).
 
 A checkpoint is written to a temporary file in the same directory, flushed to disk and renamed
 over the old one, so a crash (even SIGKILL) leaves either the previous or the new checkpoint,
@@ -11,11 +11,14 @@ truncated, foreign, or holding other objects) is a :class:`CheckpointError` of o
 from __future__ import annotations
 
 import errno
+import math
+import numbers
 import os
 import random
 import re
 import warnings
 import zipfile
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +27,83 @@ import torch
 
 from her_rl.errors import CheckpointError
 from her_rl.folder.atomic import remove_stale_temps, write_atomic
-from her_rl.folder.resume import without_retired
-from her_rl.folder.state import RunState
-from her_rl.folder.rundir import CHECKPOINT
+from her_rl.folder.rundir import CHECKPOINT, without_retired
 
 KEYS = ("agent", "runner", "rng", "config")
 """What a her-rl checkpoint dict holds."""
+
+
+# The run's counters (a checkpoint's ``runner``): read back from a file the user may have edited or
+# damaged, so every entry is checked, and a resumed run never starts from counters it cannot trust.
+
+def _count(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0
+
+
+def _seconds(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def _scores(v: Any) -> bool:
+    return v is None or (isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, numbers.Real)
+                                                      and not isinstance(x, bool) for k, x in v.items()))
+
+
+_CHECKS = {  # entry -> (test, what it must be)
+    "env_steps": (_count, "an integer >= 0"),
+    "iteration": (_count, "an integer >= 0"),
+    "wall_time_s": (_seconds, "a finite number >= 0"),
+    "episodes": (_count, "an integer >= 0"),
+    "eval": (_scores, "null or a mapping of names to numbers"),
+    "solved": (lambda v: isinstance(v, bool), "true or false"),
+    "solved_at_env_steps": (lambda v: v is None or _count(v), "null or an integer >= 0"),
+}
+
+
+REQUIRED = ("env_steps", "iteration")  # every her-rl checkpoint has had these; the others have defaults
+
+
+@dataclass
+class RunState:
+    """The run's counters: saved in every checkpoint (as ``runner``), restored on resume."""
+
+    env_steps: int = 0
+    iteration: int = 0
+    wall_time_s: float = 0.0
+    episodes: int = 0
+    eval: dict[str, float] | None = None
+    """The last greedy evaluation."""
+    solved: bool = False
+    """Solved with ``eval.stop_when_solved``: the loop ends."""
+    solved_at_env_steps: int | None = None
+    """The env step of the first evaluation that reached the threshold."""
+
+    @classmethod
+    def restore(cls, saved: Any, source: Any = "the checkpoint") -> RunState:
+        """The counters of a checkpoint's ``runner`` entry; a CheckpointError naming ``source`` and
+        the first entry that is missing or wrong."""
+        def bad(why: str) -> CheckpointError:
+            return CheckpointError(f"cannot load checkpoint {source}: its runner entry {why}")
+
+        if not isinstance(saved, dict):
+            raise bad(f"is a {type(saved).__name__}, not a mapping")
+        for name in REQUIRED:
+            if name not in saved:
+                raise bad(f"has no {name} (the file is damaged or was not written by her-rl)")
+        values = {f.name: saved[f.name] for f in fields(cls) if f.name in saved}  # older files: defaults
+        for name, value in values.items():
+            test, allowed = _CHECKS[name]
+            if not test(value):
+                raise bad(f"has {name}={value!r}; it must be {allowed}")
+        state = cls(**values)
+        if state.solved_at_env_steps is not None and state.solved_at_env_steps > state.env_steps:
+            raise bad(f"says it solved at env step {state.solved_at_env_steps}, after its last ({state.env_steps})")
+        if state.solved and state.solved_at_env_steps is None:
+            raise bad("says solved but not when")
+        return state
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def save(obj: dict[str, Any], path: str | os.PathLike) -> Path:

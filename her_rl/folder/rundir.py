@@ -1,5 +1,6 @@
 """The run folder: unique default names, which folders a run may write in, one live run per
-folder, and its history file.
+folder, its history file, and its side of resuming (whether it holds a checkpoint this command may
+resume, the config a run saved before its first checkpoint, keys an earlier version saved).
 
 A run holds an exclusive ``flock`` on ``<folder>/.her-run.lock`` for its whole life, so a second
 run started on the same folder is refused instead of mixing its config and results with the
@@ -20,9 +21,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import OmegaConf
+
+from her_rl.config.checks import by_size
 from her_rl.config.saved import exclude_keys
-from her_rl.errors import ConfigError, FolderBusy
-from her_rl.folder.parse import json_value
+from her_rl.errors import ConfigError, FolderBusy, one_line, outside
+from her_rl.folder.atomic import remove_stale_temps, write_atomic_text
+from her_rl.folder.parse import YAML_MAX_CHARS, json_value, yaml_checked
 
 # What a run folder holds (besides tb/ and, after load=, eval.json or videos/).
 CHECKPOINT = "checkpoint.pt"
@@ -55,18 +61,13 @@ def swept_dirname(fallback: str, task: Any) -> str:
 def register_resolvers() -> None:
     """``${run_suffix:}`` and ``${swept_dirname:...}`` in the Hydra run/sweep folder names
     (the suffix is cached: one value per config), ``${bookkeeping_keys:}`` and ``${by_size:...}``."""
-    from omegaconf import OmegaConf  # lazy: OmegaConf/Hydra (her-tune imports this module at its start)
-
     if not OmegaConf.has_resolver(SUFFIX_RESOLVER):
         OmegaConf.register_new_resolver(SUFFIX_RESOLVER, suffix, use_cache=True)
     if not OmegaConf.has_resolver(SWEPT_RESOLVER):
         OmegaConf.register_new_resolver(SWEPT_RESOLVER, swept_dirname)
     if not OmegaConf.has_resolver("bookkeeping_keys"):  # left out of folder names: her_rl/config/saved.py
-
         OmegaConf.register_new_resolver("bookkeeping_keys", exclude_keys)
     if not OmegaConf.has_resolver("by_size"):  # settings by task size (the bit-flip tuned file)
-        from her_rl.config.checks import by_size  # lazy: OmegaConf, as above
-
         OmegaConf.register_new_resolver("by_size", by_size)
 
 
@@ -75,8 +76,6 @@ class SweptKeys:
     the command line, or an experiment's ``hydra.sweeper.params``) for :func:`swept_dirname`."""
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
-        from hydra.core.override_parser.overrides_parser import OverridesParser  # lazy: Hydra, as above
-
         given = [str(o) for o in config.hydra.overrides.task]
         params = config.hydra.sweeper.get("params") or {}
         given += [f"{key}={value}" for key, value in params.items()]
@@ -342,3 +341,105 @@ def remove_if_empty(folder: Path, stop_at: Path | None = None) -> None:
         except OSError:
             return
         parent = parent.parent
+
+
+
+def take(out: Path, lock: RunLock | None, checked_stamp: tuple[int, int] | None, fresh: bool, config_text: str,
+         event: str, env_steps: int, overrides: list[str] | None, changed: dict[str, list]) -> RunLock:
+    """Lock the run folder ``out`` (creating it) once every check passed, clear what killed writes left
+    there, and write ``config.yaml`` and the history line of this ``event`` (start or resume) at
+    ``env_steps``; returns the lock the run holds from here on. ``lock``: the one the checks took on an
+    existing folder; ``checked_stamp``: the checkpoint as the checks saw it (another run's checkpoint
+    written since is refused). A ``fresh`` folder (new or empty) that cannot be written is left as it was."""
+    made_below = next((p.parent for p in [*reversed(out.parents), out] if not p.exists()), out.parent)
+    given = lock  # the caller releases the lock it gave; one taken here is released here if the start fails
+
+    def fail(exc: OSError) -> ConfigError:
+        if fresh:  # remove what this start wrote, and the folders it made if that leaves them empty
+            for name in (LOCK, CONFIG, HISTORY):
+                try:
+                    (out / name).unlink(missing_ok=True)
+                except OSError:
+                    pass
+        if lock is not None and (fresh or lock is not given):
+            lock.release()
+        if fresh:
+            remove_if_empty(out, stop_at=made_below)
+        return ConfigError(f"cannot write in run folder {out}: {exc.strerror or exc}")
+
+    if lock is None:
+        try:
+            lock = RunLock.acquire(out)
+        except OSError as exc:
+            raise fail(exc) from None
+        if stamp(out / CHECKPOINT) != checked_stamp:  # another run wrote there between our checks and the lock
+            lock.release()
+            raise ConfigError(f"run folder {out} changed while this run was starting (another run wrote "
+                              "a checkpoint there); check it, then pass resume=true or pick another folder")
+    try:
+        lock.mark_owner()  # a full disk: not even the pid fits
+        for name in (CHECKPOINT, CONFIG, RESULTS):  # temp files of writes a killed run left behind
+            remove_stale_temps(out / name)
+        write_atomic_text(out / CONFIG, config_text)
+        record(out, event, env_steps=env_steps, overrides=overrides, changed=changed)
+    except OSError as exc:
+        raise fail(exc) from None
+    return lock
+
+# Resuming, the folder's side: what it holds, whether this command may resume it (how the saved config
+# and this command's overrides merge is her_rl/config/saved.py's).
+
+RETIRED: dict[str, dict[str, Any]] = {
+    "her_redq": {"simultaneous": False, "critic_threads": 1, "actor_half": "thread"},
+    "her_crossq": {"simultaneous": False, "actor_half": "thread"},
+}
+"""Algo -> keys it once declared but never took, each with the one value it allowed: runs saved before
+they went hold them, and nothing the learner reads (any other value stays, for the key check to refuse)."""
+
+
+def without_retired(config: dict[str, Any]) -> dict[str, Any]:
+    """A saved config (``config.yaml`` or a checkpoint's) without the :data:`RETIRED` keys of its algo."""
+    algo = config.get("algo")
+    retired = RETIRED.get(algo.get("name"), {}) if isinstance(algo, dict) and isinstance(algo.get("name"), str) else {}
+    gone = [k for k, v in retired.items() if k in algo and type(algo[k]) is type(v) and algo[k] == v]
+    if not gone:
+        return config
+    return {**config, "algo": {k: v for k, v in algo.items() if k not in gone}}
+
+
+def stamp(path: Path) -> tuple[int, int] | None:
+    """(mtime, size) of a file, None if absent: a checkpoint written between a check and the lock shows."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def read_saved_config(out: Path) -> dict[str, Any]:
+    """The ``config.yaml`` of a run that stopped before its first checkpoint; one line if unreadable."""
+    try:
+        with open(out / CONFIG, "rb") as f:
+            data = f.read(YAML_MAX_CHARS + 1)  # no more than the limit is read
+        if len(data) > YAML_MAX_CHARS:
+            raise ValueError(f"more than {YAML_MAX_CHARS:,} bytes, larger than any her-rl config")
+        saved = OmegaConf.to_container(OmegaConf.create(yaml_checked(data.decode("utf-8"))), resolve=False)
+    except Exception as exc:  # noqa: BLE001  (unreadable, not YAML, not UTF-8)
+        raise ConfigError(f"resume=auto: cannot read {out / CONFIG} ({outside(one_line(exc)[:200])}); move it away to start "
+                          "a new run there") from None
+    if not isinstance(saved, dict) or not isinstance(saved.get("algo"), dict) or not isinstance(saved.get("env"), dict):
+        raise ConfigError(f"resume=auto: {out / CONFIG} is not a her-rl run's config; move it away to start a new "
+                          "run there")
+    return without_retired(saved)
+
+
+def check_resume(out: Path, stamp: tuple[int, int] | None, mode: Any, requeued: bool = False) -> None:
+    """A checkpoint in the folder only with resume (or a requeued job); resume=true needs one."""
+    if stamp is not None and mode is False and not requeued:  # a requeued job resumes
+        raise ConfigError(f"{out} already holds a checkpoint; pass resume=true to continue that run "
+                          "(resume=auto: continue if there is one), or use a new folder")
+    if stamp is None and mode is True:
+        what = "does not exist" if not out.is_dir() else (
+            "holds no checkpoint (the run stopped before its first one; resume=auto starts it afresh)"
+            if (out / CONFIG).exists() else "holds no checkpoint")
+        raise ConfigError(f"resume=true: run folder {out} {what}")

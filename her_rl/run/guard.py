@@ -23,8 +23,9 @@ import torch
 from torch import nn
 
 
-
-def _components(agent: Any, depth: int = 3) -> tuple[list[tuple[str, nn.Module]], list[tuple[str, Any]]]:
+def components(agent: Any, depth: int = 3) -> tuple[list[tuple[str, nn.Module]], list[tuple[str, Any]]]:
+    """The agent's networks and optimisers by name: its attributes, and those of its own her_rl helper
+    objects (RND, say), down to ``depth`` levels."""
     modules: list[tuple[str, nn.Module]] = []
     optimizers: list[tuple[str, Any]] = []
     seen: set[int] = set()
@@ -47,7 +48,7 @@ def _components(agent: Any, depth: int = 3) -> tuple[list[tuple[str, nn.Module]]
 
 class Guard:
     def __init__(self, agent: Any, keep_last_good: bool):
-        self.modules, self.optimizers = _components(agent)
+        self.modules, self.optimizers = components(agent)
         self.keep_last_good = keep_last_good
         self._good: list[tuple[Any, dict]] | None = None
         if keep_last_good:

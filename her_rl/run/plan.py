@@ -15,9 +15,10 @@ built or written (it only reads).
    paired with them (:func:`her_rl.config.checks.check`).
 
 Values come after the folder because on resume they are the merged config's, known only then.
-:meth:`Plan.take_folder` then locks the folder for the run. ``load=`` leaves the gate after step 3
-(:class:`Evaluation`: the saved run's config is checked where it is read); a sweep's variants are
-checked by :func:`gate_sweep` and each of its jobs, composed by Hydra, by :func:`plan_run` from step 3.
+:meth:`Plan.take_folder` then locks the folder for the run (:func:`her_rl.folder.rundir.take`).
+``load=`` leaves the gate after step 3 (:class:`Evaluation`: the saved run's config is checked where
+it is read); a sweep's variants are checked by :func:`gate_sweep` and each of its jobs, composed by
+Hydra, by :func:`plan_run` from step 3.
 """
 
 from __future__ import annotations
@@ -40,14 +41,11 @@ from her_rl.config.checks import TOP, check, check_required, interpolations, res
 from her_rl.config.compose import (Choice, check_group_names, compose_command, hydra_message, single_job_dir,
                                    without_hydra)
 from her_rl.config.saved import check_saved, merge
-from her_rl.envs.custom import import_given
-from her_rl.envs.families import split_id
+from her_rl.envs.families import import_given, split_id
 from her_rl.envs.probe import EnvSpaces
 from her_rl.errors import ConfigError, printable
 from her_rl.folder import checkpoint, rundir
-from her_rl.folder.atomic import remove_stale_temps, write_atomic_text
-from her_rl.folder.resume import check_resume, read_saved_config, stamp
-from her_rl.folder.rundir import CHECKPOINT, CONFIG, RESULTS
+from her_rl.folder.rundir import CHECKPOINT, CONFIG, check_resume, read_saved_config, stamp
 from her_rl.rules import check_path
 from her_rl.run import requeue, trackers
 from her_rl.run.signals import resume_command
@@ -68,7 +66,6 @@ class Plan:
     ckpt_stamp: tuple[int, int] | None = None
     lock: rundir.RunLock | None = None
     fresh: bool = False  # the folder is new or empty: a start that fails to write leaves nothing there
-    made_below: Path | None = None  # the folder under which take_folder made every folder it made
 
     def __post_init__(self) -> None:
         trackers.check(self.config)  # logger=[...,wandb,mlflow]: the package, where to log; before any write
@@ -83,47 +80,10 @@ class Plan:
         return OmegaConf.to_yaml(self.config)
 
     def take_folder(self, env_steps: int = 0) -> None:
-        """Lock the run folder (creating it) once every check passed, clear what killed writes left
-        there, and write ``config.yaml`` and the history line of this start (or resume) at
-        ``env_steps``; the folder is this run's from here on."""
-        if self.lock is None:
-            self.made_below = next((p.parent for p in [*reversed(self.out.parents), self.out] if not p.exists()),
-                                    self.out.parent)  # a failed start removes the folders it made, no others
-            try:
-                self.lock = rundir.RunLock.acquire(self.out)
-            except OSError as exc:
-                self._abandon()
-                raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
-            if stamp(self.checkpoint) != self.ckpt_stamp:  # another run wrote there between our checks and the lock
-                raise ConfigError(f"run folder {self.out} changed while this run was starting (another run wrote "
-                                  "a checkpoint there); check it, then pass resume=true or pick another folder")
-        try:
-            self.lock.mark_owner()
-        except OSError as exc:  # a full disk: not even the pid fits
-            self._abandon()
-            raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
-        for name in (CHECKPOINT, CONFIG, RESULTS):  # temp files of writes a killed run left behind
-            remove_stale_temps(self.out / name)
-        try:
-            write_atomic_text(self.out / CONFIG, self.yaml)
-            rundir.record(self.out, "resume" if self.saved else "start", env_steps=env_steps,
-                          overrides=self.overrides, changed=self.changes)
-        except OSError as exc:
-            self._abandon()
-            raise ConfigError(f"cannot write in run folder {self.out}: {exc.strerror or exc}") from None
-
-    def _abandon(self) -> None:
-        """A fresh run that could not start: remove what it wrote (its lock file, config, history) and
-        the folder if that leaves it empty, so a failed start leaves nothing behind."""
-        if not self.fresh:
-            return
-        for name in (rundir.LOCK, CONFIG, rundir.HISTORY):
-            try:
-                (self.out / name).unlink(missing_ok=True)
-            except OSError:
-                pass
-        self.release()
-        rundir.remove_if_empty(self.out, stop_at=self.made_below or self.out.parent)
+        """The run folder locked and written for this start (or resume) at ``env_steps``
+        (:func:`her_rl.folder.rundir.take`); it is this run's from here on."""
+        self.lock = rundir.take(self.out, self.lock, self.ckpt_stamp, self.fresh, self.yaml,
+                                "resume" if self.saved else "start", env_steps, self.overrides, self.changes)
 
     def release(self) -> None:
         if self.lock is not None:

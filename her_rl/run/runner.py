@@ -34,10 +34,10 @@ from her_rl.config.saved import describe
 from her_rl.errors import CheckpointError, OutputError, one_line, outside, printable
 from her_rl.folder import checkpoint
 from her_rl.folder.rundir import RESULTS
-from her_rl.folder.state import RunState
+from her_rl.folder.checkpoint import RunState
 from her_rl.rl.utils import set_seed
 from her_rl.run import requeue, results
-from her_rl.run.guard import _components
+from her_rl.run.guard import components
 from her_rl.run.plan import Evaluation, Plan, gate, given_overrides, plan_run
 from her_rl.run.signals import resume_command
 from her_rl.run.trainer import Trainer
@@ -117,7 +117,7 @@ def check_state(agent: Any, state: Mapping[str, Any], path: str | Path | None, a
 def check_optimizers(agent: Any, path: str | Path | None) -> None:
     """Loaded optimiser moments of their parameters' shapes: torch loads any shape, and the first
     update would fail on it (or broadcast) after the run folder is taken."""
-    for name, optimizer in _components(agent)[1]:
+    for name, optimizer in components(agent)[1]:
         params = [p for group in optimizer.param_groups for p in group["params"]]
         for i, param in enumerate(params):
             for key, value in optimizer.state.get(param, {}).items():

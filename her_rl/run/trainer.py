@@ -30,7 +30,7 @@ from her_rl.run.logger import RunLogger, final_metrics, hparams_of
 from her_rl.run.plan import Plan
 from her_rl.run.progress import Progress, job_label, warn
 from her_rl.run.results import results_of
-from her_rl.folder.state import RunState
+from her_rl.folder.checkpoint import RunState
 from her_rl.envs.goal_env import GOAL_KEYS
 from her_rl.rl.updates import slow_precision
 from her_rl.run.signals import GRACE_S, StopSignals, resume_command

@@ -20,8 +20,7 @@ from gymnasium import spaces
 
 from her_rl.config.checks import check_device
 from her_rl.config.saved import check_saved
-from her_rl.envs.custom import registered_id
-from her_rl.envs.families import ensure_registered
+from her_rl.envs.families import ensure_registered, registered_id
 from her_rl.envs.time_limits import time_limit
 from her_rl.errors import CheckpointError, ConfigError, one_line
 from her_rl.folder import checkpoint
