@@ -34,8 +34,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from her_rl.config.checks import expand_overrides
-from her_rl.config.compose import check_overrides, hydra_message
+from her_rl.config.compose import check_overrides, expand_overrides, hydra_message
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, printable
 from her_rl.folder import failures, rundir
 from her_rl.run.launchers import gather_each_job

@@ -1,14 +1,15 @@
-"""The video keys (her_rl.config.checks): the short form, their defaults, and their one check."""
+"""The video keys: the short form (her_rl.config.compose), their defaults and their one check (her_rl.config.checks)."""
 
 import pytest
 
 from her_rl.config import checks as keys
+from her_rl.config.compose import expand_overrides
 from her_rl.errors import ConfigError
 
 
 def test_short_form_becomes_the_enabled_key_and_nothing_else_changes():
     given = ["load=runs/a", "video=true", "video.episodes=5", "+video=False", "n=3", "video.format=gif"]
-    assert keys.expand_overrides(given) == ["load=runs/a", "video.enabled=true", "video.episodes=5",
+    assert expand_overrides(given) == ["load=runs/a", "video.enabled=true", "video.episodes=5",
                                              "+video.enabled=false", "n=3", "video.format=gif"]
 
 

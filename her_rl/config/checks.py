@@ -6,8 +6,8 @@ learner's on its fields (``setting``), with ``check_config`` for keys that const
 env's on its constructor's parameters (``Annotated``). This module gathers them for the command line,
 in the order a config is read: the top-level keys (``TOP``), then one checker per group
 (:func:`check_values`), and the ``video`` keys (the short form ``video=true`` becomes
-``video.enabled=true`` as the command is composed, :func:`expand_overrides`, because an OmegaConf bool
-cannot also hold ``video.episodes``; :func:`options` is their one check).
+``video.enabled=true`` as the command is composed, :func:`her_rl.config.compose.expand_overrides`,
+because an OmegaConf bool cannot also hold ``video.episodes``; :func:`options` is their one check).
 
 :func:`validate` resolves the config, checks every value, builds the env the way training builds it to
 read its spaces (``probe_env``) and checks that the algorithm fits them
@@ -232,18 +232,6 @@ def _config_defaults() -> dict[str, Any]:
 
 
 VIDEO_DEFAULTS: dict[str, Any] = _config_defaults()
-_SHORT = re.compile(r"^(\+{0,2})video=(true|false)$", re.IGNORECASE)
-
-
-def expand_overrides(overrides: list[str]) -> list[str]:
-    """``video=true`` / ``video=false`` -> ``video.enabled=...``; every other override unchanged."""
-    out = []
-    for override in overrides:
-        short = _SHORT.match(override)
-        out.append(f"{short.group(1)}video.enabled={short.group(2).lower()}" if short else override)
-    return out
-
-
 def _given(overrides: list[str] | None) -> list[str]:
     """The ``video`` keys among command-line overrides (``video``, ``video.episodes``, ...)."""
     keys = [o.lstrip("+~").split("=", 1)[0] for o in overrides or []]

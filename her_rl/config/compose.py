@@ -62,6 +62,18 @@ _PARAMS = "sweeper.params."  # hydra.sweeper.params.KEY=VALUES: checked as the o
 _INSTANTIATE = re.compile(r"(?<![A-Za-z0-9])_(target|args|partial|recursive|convert)_(?![A-Za-z0-9])")
 
 
+_SHORT = re.compile(r"^(\+{0,2})video=(true|false)$", re.IGNORECASE)
+
+
+def expand_overrides(overrides: list[str]) -> list[str]:
+    """``video=true`` / ``video=false`` -> ``video.enabled=...``; every other override unchanged."""
+    out = []
+    for override in overrides:
+        short = _SHORT.match(override)
+        out.append(f"{short.group(1)}video.enabled={short.group(2).lower()}" if short else override)
+    return out
+
+
 def _check_key(key: str, package: str | None, line: str, value: str) -> None:
     if package is not None:
         raise ConfigError(f"{line!r} is not accepted: a config group cannot be put at another place (@{package})")
@@ -253,7 +265,7 @@ _LAST: list = []  # (overrides, hydra, config) of the last composition: the choi
 
 def composed(overrides: list[str], hydra: bool = False) -> DictConfig:
     """Hydra's composition of these overrides as they stand (checked and chosen already)."""
-    key = (tuple(checks.expand_overrides(overrides)), hydra, os.getcwd())  # the hydra node holds the working folder
+    key = (tuple(expand_overrides(overrides)), hydra, os.getcwd())  # the hydra node holds the working folder
     with _HYDRA:  # Hydra's global state takes one composition at a time (her_rl.train from several threads)
         if not _LAST or _LAST[0] != key:
             with initialize_config_module(config_module="her_rl.conf", version_base="1.3"):
