@@ -67,9 +67,6 @@ class Plan:
     lock: rundir.RunLock | None = None
     fresh: bool = False  # the folder is new or empty: a start that fails to write leaves nothing there
 
-    def __post_init__(self) -> None:
-        trackers.check(self.config)  # logger=[...,wandb,mlflow]: the package, where to log; before any write
-
     @property
     def checkpoint(self) -> Path:
         return self.out / CHECKPOINT
@@ -229,23 +226,34 @@ def _plan(cfg: DictConfig | dict[str, Any], out: Path | None, overrides: list[st
         ckpt = stamp(out / CHECKPOINT)
         check_resume(out, ckpt, current["resume"], requeue.requeued(out))
         if ckpt is None and not (current["resume"] == "auto" and (out / CONFIG).is_file()):
-            return Plan(current, out, check(current, interpolations(cfg)), overrides, ckpt_stamp=None, lock=lock,
-                        fresh=fresh)
-        if ckpt is None:  # killed before its first checkpoint: the folder's run keeps its identity (its saved config)
-            saved, base, mode = None, read_saved_config(out), "auto"
-            said = ("resume=auto", "the run in that folder (stopped before its first checkpoint) has")
+            config, spaces, saved, changes = current, check(current, interpolations(cfg)), None, {}
         else:
-            saved = checkpoint.load(out / CHECKPOINT)
-            check_saved(saved, out / CHECKPOINT)
-            base, mode, said = saved["config"], "true", ("resume", "the checkpoint was trained with")
-        _module_named(str(base["env"].get("id") or ""), out, mode)
-        config, changes = merge(base, current, overrides, verb=said[0], source=said[1])
-        check_required(config, learner=False)  # a saved config may predate a hyperparameter, not a key of the run
-        return Plan(config, out, check(config), overrides, saved, changes, ckpt, lock)
+            config, saved, changes = _resumed(current, out, ckpt is not None, overrides)
+            spaces = check(config)
+        trackers.check(config)  # logger=[...,wandb,mlflow]: the package, where to log; before any write
+        return Plan(config, out, spaces, overrides, saved, changes, ckpt, lock, fresh)
     except BaseException:
         if lock is not None:
             lock.release()
         raise
+
+
+def _resumed(current: dict[str, Any], out: Path, from_checkpoint: bool, overrides: list[str] | None
+             ) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, list]]:
+    """The config a resume trains (the folder's saved one with this command's changes), the checkpoint
+    it continues (None: the run stopped before its first, and resume=auto starts it afresh under its
+    saved config) and the changes."""
+    if from_checkpoint:
+        saved = checkpoint.load(out / CHECKPOINT)
+        check_saved(saved, out / CHECKPOINT)
+        base, mode, said = saved["config"], "true", ("resume", "the checkpoint was trained with")
+    else:  # killed before its first checkpoint: the folder's run keeps its identity (its saved config)
+        saved, base, mode = None, read_saved_config(out), "auto"
+        said = ("resume=auto", "the run in that folder (stopped before its first checkpoint) has")
+    _module_named(str(base["env"].get("id") or ""), out, mode)
+    config, changes = merge(base, current, overrides, verb=said[0], source=said[1])
+    check_required(config, learner=False)  # a saved config may predate a hyperparameter, not a key of the run
+    return config, saved, changes
 
 
 def _module_named(env_id: str, out: Path, mode: str) -> None:
