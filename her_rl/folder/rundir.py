@@ -343,7 +343,6 @@ def remove_if_empty(folder: Path, stop_at: Path | None = None) -> None:
         parent = parent.parent
 
 
-
 def take(out: Path, lock: RunLock | None, checked_stamp: tuple[int, int] | None, fresh: bool, config_text: str,
          event: str, env_steps: int, overrides: list[str] | None, changed: dict[str, list]) -> RunLock:
     """Lock the run folder ``out`` (creating it) once every check passed, clear what killed writes left
@@ -385,6 +384,7 @@ def take(out: Path, lock: RunLock | None, checked_stamp: tuple[int, int] | None,
     except OSError as exc:
         raise fail(exc) from None
     return lock
+
 
 # Resuming, the folder's side: what it holds, whether this command may resume it (how the saved config
 # and this command's overrides merge is her_rl/config/saved.py's).

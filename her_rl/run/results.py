@@ -14,7 +14,7 @@ from her_rl.folder.rundir import RESULTS
 
 
 def results_of(config: dict[str, Any], state: Any, goal_env: bool, ckpt_path: Path) -> dict[str, Any]:
-    """The results dict of a run (``state``: its :class:`her_rl.run.trainer.RunState`)."""
+    """The results dict of a run (``state``: its :class:`her_rl.folder.checkpoint.RunState`)."""
     ev = state.eval or {}
     results: dict[str, Any] = {
         "algo": config["algo"]["name"], "env": config["env"]["name"], "env_id": config["env"]["id"],
