@@ -272,19 +272,22 @@ def _tuned_section() -> list[str]:
              "are picked with `tuned=NAME`, and `~tuned` applies none.", ""]
     for name in _names("tuned"):
         pair = next(((a, e) for a in ALGOS for e in ENVS if name == f"{a}_{e}"), None)
+        algo = pair[0] if pair else max((a for a in ALGOS if name.startswith(a + "_")), key=len)
+        kind = next((pattern for k, pattern in SETTINGS if name == f"{algo}_{k}"), None)
+        applies = []
         if pair is not None:
-            algo, env = pair
-            base = _compose([f"algo={algo}", f"env={env}", "~tuned"])["algo"]
-            tuned = _compose([f"algo={algo}", f"env={env}"])["algo"]
-            applies = f"Applies by itself to `algo={algo} env={env}`."
+            base = _compose([f"algo={algo}", f"env={pair[1]}", "~tuned"])["algo"]
+            tuned = _compose([f"algo={algo}", f"env={pair[1]}"])["algo"]
+            applies.append(f"Applies by itself to `algo={algo} env={pair[1]}`.")
         else:
-            algo = max((a for a in ALGOS if name.startswith(a + "_")), key=len)
             base = _compose([f"algo={algo}", "~tuned"])["algo"]
             tuned = _compose([f"algo={algo}", f"tuned={name}"])["algo"]
-            kind = next((k for k, pattern in SETTINGS if name == f"{algo}_{k}"), None)
-            applies = (f"Applies by itself to `env=gym env.id=ID` with `algo={algo}` or no `algo=`, for the ids "
-                       f"that the pattern `{next(p for k, p in SETTINGS if k == kind)}` matches at their start." if kind else
-                       f"Opt-in: `algo={algo} tuned={name}`.")
+        if kind is not None:
+            also = "Also applies" if applies else "Applies"
+            applies.append(f"{also} by itself, with `algo={algo}` or no `algo=`, to the envs whose id the pattern "
+                           f"`{kind}` matches at its start: by `env=gym env.id=ID`, or by an env group that has no "
+                           "file of its own for that algo.")
+        applies = " ".join(applies) or f"Opt-in: `algo={algo} tuned={name}`."
         rows = [[f"`algo.{k}`", code(base.get(k)), code(v)] for k, v in tuned.items() if base.get(k) != v]
         lines += [f"### `{name}`", "", applies, "", *table(["key", "algorithm default", "this file"], rows)]
     return lines

@@ -137,8 +137,28 @@ def test_fetch_pick_and_place_trains_by_its_id_with_no_algo(robotics, her_run, t
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stdout.splitlines() if line.startswith("her-run: ")]
     assert len(said) == 1 and "algo=her_crossq, chosen for env FetchPickAndPlace-v4" in said[0]
-    assert "tuned file her_crossq_gym sets" in said[0] and "budget.env_steps" not in said[0]
+    assert "tuned file her_crossq_pick_and_place sets" in said[0] and "budget.env_steps" not in said[0]
     assert "name: her_crossq" in (tmp_path / "run" / "config.yaml").read_text()
+
+
+def test_fetch_pick_and_place_gets_its_own_file_by_its_id_and_by_its_group(robotics):
+    by_id = compose(["env=gym", "env.id=FetchPickAndPlace-v4"])
+    by_group = compose(["env=fetch_pick_and_place", "algo=her_crossq"])
+    gym_setting = compose(["env=gym", "env.id=FetchPickAndPlace-v4", "tuned=her_crossq_gym"])
+    assert by_id.algo.n_step == 3 == by_group.algo.n_step and gym_setting.algo.n_step == 1
+    # the file is the gym file with one key more: the rest of its setting is the same
+    assert {k: v for k, v in by_id.algo.items() if k != "n_step"} == {k: v for k, v in gym_setting.algo.items()
+                                                                     if k != "n_step"}
+    assert by_id.eval == gym_setting.eval and by_id.budget == gym_setting.budget
+    line = choose(["env=gym", "env.id=FetchPickAndPlace-v4"]).line
+    assert "tuned file her_crossq_pick_and_place sets algo.episodes_per_cycle=2" in line
+    assert line.index("algo.updates_per_step") < line.index("algo.n_step=3")  # the gym file's keys, then its own
+    for other in ("FetchPush-v4", "PandaPickAndPlace-v3"):  # the other pushing and lifting tasks keep the gym file
+        assert compose(["env=gym", f"env.id={other}"]).algo.n_step == 1
+    assert compose(["env=gym", "env.id=FetchPickAndPlace-v4", "algo.n_step=1"]).algo.n_step == 1  # the command wins
+    # the other learners keep what they took by the id: the group's own files are not the kind's
+    assert compose(["algo=her_sac", "env=gym", "env.id=FetchPickAndPlace-v4"]).algo.tau == 0.005  # her_sac_gym
+    assert compose(["algo=her_ddpg", "env=gym", "env.id=FetchPickAndPlace-v4"]).algo.n_step == 1
 
 
 def test_a_point_maze_gets_its_own_file_and_the_ant_maze_the_gym_one(robotics):
