@@ -141,18 +141,23 @@ def test_fetch_pick_and_place_trains_by_its_id_with_no_algo(robotics, her_run, t
     assert "name: her_crossq" in (tmp_path / "run" / "config.yaml").read_text()
 
 
+def _gym_file_and_one_key(composed, gym_setting, env_id: str, name: str, key: str, value) -> None:
+    """A kind's file is the gym file with one key more: the rest of its setting is the same, and the start
+    line names the gym file's keys, then its own."""
+    assert {k: v for k, v in composed.algo.items() if k != key} == {k: v for k, v in gym_setting.algo.items()
+                                                                   if k != key}
+    assert composed.eval == gym_setting.eval and composed.budget == gym_setting.budget
+    line = choose(["env=gym", f"env.id={env_id}"]).line
+    assert f"tuned file {name} sets algo.episodes_per_cycle=2, algo.updates_per_step=0.4" in line
+    assert line.index("algo.updates_per_step") < line.index(f"algo.{key}={value}")
+
+
 def test_fetch_pick_and_place_gets_its_own_file_by_its_id_and_by_its_group(robotics):
     by_id = compose(["env=gym", "env.id=FetchPickAndPlace-v4"])
     by_group = compose(["env=fetch_pick_and_place", "algo=her_crossq"])
     gym_setting = compose(["env=gym", "env.id=FetchPickAndPlace-v4", "tuned=her_crossq_gym"])
     assert by_id.algo.n_step == 3 == by_group.algo.n_step and gym_setting.algo.n_step == 1
-    # the file is the gym file with one key more: the rest of its setting is the same
-    assert {k: v for k, v in by_id.algo.items() if k != "n_step"} == {k: v for k, v in gym_setting.algo.items()
-                                                                     if k != "n_step"}
-    assert by_id.eval == gym_setting.eval and by_id.budget == gym_setting.budget
-    line = choose(["env=gym", "env.id=FetchPickAndPlace-v4"]).line
-    assert "tuned file her_crossq_pick_and_place sets algo.episodes_per_cycle=2" in line
-    assert line.index("algo.updates_per_step") < line.index("algo.n_step=3")  # the gym file's keys, then its own
+    _gym_file_and_one_key(by_id, gym_setting, "FetchPickAndPlace-v4", "her_crossq_pick_and_place", "n_step", 3)
     for other in ("FetchPush-v4", "PandaPickAndPlace-v3"):  # the other pushing and lifting tasks keep the gym file
         assert compose(["env=gym", f"env.id={other}"]).algo.n_step == 1
     assert compose(["env=gym", "env.id=FetchPickAndPlace-v4", "algo.n_step=1"]).algo.n_step == 1  # the command wins
@@ -165,12 +170,6 @@ def test_a_point_maze_gets_its_own_file_and_the_ant_maze_the_gym_one(robotics):
     point, ant = compose(["env=gym", "env.id=PointMaze_Medium-v3"]), compose(["env=gym", "env.id=AntMaze_UMaze-v5"])
     gym_setting = compose(["env=gym", "env.id=PointMaze_Medium-v3", "tuned=her_crossq_gym"])
     assert point.algo.gamma == 0.99 and ant.algo.gamma == 0.98 == gym_setting.algo.gamma
-    # the point-maze file is the gym file with one key more: the rest of its setting is the same
-    assert {k: v for k, v in point.algo.items() if k != "gamma"} == {k: v for k, v in gym_setting.algo.items()
-                                                                   if k != "gamma"}
-    assert point.eval == gym_setting.eval and point.budget == gym_setting.budget
-    line = choose(["env=gym", "env.id=PointMaze_UMaze-v3"]).line
-    assert "tuned file her_crossq_point_maze sets algo.episodes_per_cycle=2, algo.updates_per_step=0.4" in line
-    assert line.index("algo.updates_per_step") < line.index("algo.gamma=0.99")  # the gym file's keys, then its own
+    _gym_file_and_one_key(point, gym_setting, "PointMaze_UMaze-v3", "her_crossq_point_maze", "gamma", 0.99)
     assert "her_crossq_gym" in choose(["env=gym", "env.id=AntMaze_UMaze-v5"]).line
     assert "algo.gamma" not in choose(["env=gym", "env.id=PointMaze_UMaze-v3", "algo.gamma=0.95"]).line
