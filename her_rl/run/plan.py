@@ -230,7 +230,7 @@ def _plan(cfg: DictConfig | dict[str, Any], out: Path | None, overrides: list[st
         else:
             config, saved, changes = _resumed(current, out, ckpt is not None, overrides)
             spaces = check(config)
-        trackers.check(config)  # logger=[...,wandb,mlflow]: the package, where to log; before any write
+        trackers.check_loggers(config)  # logger=[...,wandb,mlflow]: the package, where to log; before any write
         return Plan(config, out, spaces, overrides, saved, changes, ckpt, lock, fresh)
     except BaseException:
         if lock is not None:

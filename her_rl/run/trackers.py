@@ -68,7 +68,7 @@ def names(config: dict[str, Any] | None) -> list[str]:
     return list(DEFAULT if value is None else value)
 
 
-def check(config: dict[str, Any]) -> None:
+def check_loggers(config: dict[str, Any]) -> None:
     """Before anything is written: each tracker's package imports (else one line naming the extra) and
     MLflow knows where to log."""
     for name in names(config):
@@ -476,4 +476,4 @@ class SweepParent:
         raise AttributeError(name)
 
 
-__all__ = ["IDS", "NAMES", "SweepParent", "Trackers", "check", "names", "open_trackers", "send_videos"]
+__all__ = ["IDS", "NAMES", "SweepParent", "Trackers", "check_loggers", "names", "open_trackers", "send_videos"]

@@ -85,9 +85,6 @@ class Trainer:
         self._reconsider_solved()
         self.first_iteration = state.iteration  # > 0 on resume: a finished run resumed logs nothing twice
         self.budget, self.wall_budget = int(config["budget"]["env_steps"]), config["budget"]["wall_time_s"]
-        if plan.spaces.default_limit:  # the env would run forever: say where her-rl cuts its episodes
-            print(printable(f"env {config['env']['id']} has no time limit of its own: her-rl truncates its episodes "
-                            f"after {plan.spaces.default_limit:,} steps (env.max_episode_steps sets another)"), flush=True)
         if slow := slow_precision(str(config["algo"].get("precision")), getattr(agent, "device", None)):
             warn(slow)
         self.eval_envs = make_vec(config["env"], int(config["eval"]["episodes"]), seed=int(config["seed"]))
@@ -116,10 +113,14 @@ class Trainer:
         self.start = self.last_ckpt = 0.0
 
     def _say_what_the_env_is(self) -> None:
-        """One line each, at start, for what her-rl read from the env that changes what a run does: extra
-        observation keys the networks read, a dense goal reward, and a return threshold that the episode
-        cap puts out of reach (a run that could never be solved would spend its budget without a word)."""
+        """One line each, at start, for what her-rl read from the env that changes what a run does: where
+        her-rl cuts the episodes of an env that would run forever, extra observation keys the networks read, a
+        dense goal reward, and a return threshold that the episode cap puts out of reach (a run that could
+        never be solved would spend its budget without a word)."""
         env_id, space = self.config["env"]["id"], self.plan.spaces.observation_space
+        if self.plan.spaces.default_limit:
+            print(printable(f"env {env_id} has no time limit of its own: her-rl truncates its episodes after "
+                            f"{self.plan.spaces.default_limit:,} steps (env.max_episode_steps sets another)"), flush=True)
         if self.goal_env:
             extra = [key for key in getattr(space, "spaces", {}) if key not in GOAL_KEYS]
             if extra:
