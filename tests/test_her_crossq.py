@@ -53,6 +53,43 @@ def test_batch_renorm_corrects_towards_the_running_statistics_without_gradient_t
     torch.testing.assert_close(grad, grad_plain)
 
 
+def _autograd_renorm(layer, x, r=None, d=None):
+    """The layer's formula through autograd alone, for the written-out backward to be checked against."""
+    if not layer.training:
+        return (x - layer.running_mean) / torch.sqrt(layer.running_var + layer.eps) * layer.weight + layer.bias
+    x_hat = (x - x.mean(0)) / torch.sqrt(x.var(0, unbiased=False) + layer.eps)
+    if r is not None:
+        x_hat = x_hat * r + d
+    return x_hat * layer.weight + layer.bias
+
+
+@pytest.mark.parametrize("phase", ["warmup", "renorm", "inference"])
+def test_batch_renorm_values_and_gradients_equal_autograd_of_its_formula(phase):
+    torch.manual_seed(1)
+    layer = BatchRenorm(5, momentum=0.2, warmup=0 if phase == "renorm" else 10, r_max=1.5, d_max=0.5)
+    with torch.no_grad():
+        layer.weight.uniform_(0.5, 2.0), layer.bias.uniform_(-1, 1)
+        layer.running_mean.fill_(0.3), layer.running_var.fill_(4.0)
+    layer.train(phase != "inference")
+    x = (torch.randn(48, 5) * 0.7 - 0.4).requires_grad_(True)
+    r = d = None
+    if phase == "renorm":
+        with torch.no_grad():
+            running_std = torch.sqrt(torch.tensor(4.0) + layer.eps)
+            r = (torch.sqrt(x.var(0, unbiased=False) + layer.eps) / running_std).clamp(1 / 1.5, 1.5)
+            d = ((x.mean(0) - 0.3) / running_std).clamp(-0.5, 0.5)
+        assert not torch.allclose(r, torch.ones(5))  # the correction is in play
+    weights = torch.randn(48, 5)
+    expected = _autograd_renorm(layer, x, r, d)
+    expected_grads = torch.autograd.grad((expected * weights).sum(), (x, layer.weight, layer.bias))
+    out = layer(x)
+    grads = torch.autograd.grad((out * weights).sum(), (x, layer.weight, layer.bias))
+    torch.testing.assert_close(out, expected)
+    for grad, expected_grad in zip(grads, expected_grads):
+        torch.testing.assert_close(grad, expected_grad)
+    assert int(layer.steps) == (0 if phase == "inference" else 1)
+
+
 def test_crossq_has_no_targets_and_one_joint_critic_pass_per_update():
     agent = _agent()
     assert agent.TARGETS == {} and not hasattr(agent, "q1_target")
