@@ -158,12 +158,28 @@ def test_fetch_pick_and_place_gets_its_own_file_by_its_id_and_by_its_group(robot
     gym_setting = compose(["env=gym", "env.id=FetchPickAndPlace-v4", "tuned=her_crossq_gym"])
     assert by_id.algo.n_step == 3 == by_group.algo.n_step and gym_setting.algo.n_step == 1
     _gym_file_and_one_key(by_id, gym_setting, "FetchPickAndPlace-v4", "her_crossq_pick_and_place", "n_step", 3)
-    for other in ("FetchPush-v4", "PandaPickAndPlace-v3"):  # the other pushing and lifting tasks keep the gym file
-        assert compose(["env=gym", f"env.id={other}"]).algo.n_step == 1
+    assert compose(["env=gym", "env.id=FetchPush-v4"]).algo.n_step == 1  # pushing keeps the gym file
     assert compose(["env=gym", "env.id=FetchPickAndPlace-v4", "algo.n_step=1"]).algo.n_step == 1  # the command wins
     # the other learners keep what they took by the id: the group's own files are not the kind's
     assert compose(["algo=her_sac", "env=gym", "env.id=FetchPickAndPlace-v4"]).algo.tau == 0.005  # her_sac_gym
     assert compose(["algo=her_ddpg", "env=gym", "env.id=FetchPickAndPlace-v4"]).algo.n_step == 1
+
+
+def test_panda_pick_and_place_gets_the_pick_and_place_file_with_gamma_095_by_its_id(robotics):
+    panda = compose(["env=gym", "env.id=PandaPickAndPlace-v3"])
+    fetch_setting = compose(["env=gym", "env.id=PandaPickAndPlace-v3", "tuned=her_crossq_pick_and_place"])
+    assert panda.algo.gamma == 0.95 and panda.algo.n_step == 3 and fetch_setting.algo.gamma == 0.98
+    assert {k: v for k, v in panda.algo.items() if k != "gamma"} == {k: v for k, v in fetch_setting.algo.items()
+                                                                      if k != "gamma"}
+    assert panda.eval == fetch_setting.eval and panda.budget == fetch_setting.budget
+    line = choose(["env=gym", "env.id=PandaPickAndPlace-v3"]).line
+    assert ("tuned file her_crossq_panda_pick_and_place sets algo.episodes_per_cycle=2, algo.updates_per_step=0.4"
+            in line)
+    assert line.index("algo.updates_per_step") < line.index("algo.n_step=3") < line.index("algo.gamma=0.95")
+    for other in ("PandaPush-v3", "PandaStack-v3", "FetchPickAndPlace-v4"):  # the panda kind is this task's alone
+        assert compose(["env=gym", f"env.id={other}"]).algo.gamma == 0.98
+    assert compose(["env=gym", "env.id=PandaPickAndPlace-v3", "algo.gamma=0.98"]).algo.gamma == 0.98  # the command wins
+    assert compose(["algo=her_sac", "env=gym", "env.id=PandaPickAndPlace-v3"]).algo.gamma == 0.98  # her_sac_gym
 
 
 def test_a_point_maze_gets_its_own_file_and_the_ant_maze_the_gym_one(robotics):

@@ -71,18 +71,19 @@ FAMILIES: tuple[Family, ...] = (
 )
 
 
-SETTINGS: tuple[tuple[str, str], ...] = (("pick_and_place", r"FetchPickAndPlace"), ("fetch", r"Fetch"),
+SETTINGS: tuple[tuple[str, str], ...] = (("pick_and_place", r"FetchPickAndPlace"),
+                                         ("panda_pick_and_place", r"PandaPickAndPlace"), ("fetch", r"Fetch"),
                                          ("panda", r"Panda"), ("point_maze", r"PointMaze_"),
                                          ("ant_maze", r"AntMaze_"), ("hand", r"Hand"))
 """Kinds of task within the families that may have measured settings of their own, the most specific
-first: a tuned file ``conf/tuned/<algo>_<kind>.yaml`` (FetchPickAndPlace and the point mazes have one;
-the others take ``<algo>_gym``)."""
+first: a tuned file ``conf/tuned/<algo>_<kind>.yaml`` (FetchPickAndPlace, PandaPickAndPlace and the point
+mazes have one; the others take ``<algo>_gym``)."""
 
 
 def settings_names(env_id: str) -> tuple[str, ...]:
     """The tuned-file suffixes whose settings an env of a family takes, most specific first: its kinds
-    of task (``pick_and_place``, ``fetch``, ``panda``, ``point_maze``, ``ant_maze``, ``hand``), then
-    ``gym``; none for an env of no family."""
+    of task (``pick_and_place``, ``panda_pick_and_place``, ``fetch``, ``panda``, ``point_maze``,
+    ``ant_maze``, ``hand``), then ``gym``; none for an env of no family."""
     if family_of(env_id) is None:
         return ()
     name = split_id(env_id)[1]
