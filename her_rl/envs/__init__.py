@@ -12,6 +12,7 @@ import inspect
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from her_rl.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
 from her_rl.envs.checks import EnvFault, guard, raised
@@ -32,6 +33,27 @@ _OURS = {
 for _id, _path in _OURS.items():
     if _id not in gym.registry:
         gym.register(id=_id, entry_point=_path + "Env", vector_entry_point=_path + "VectorEnv")
+
+
+class SeededResets(gym.Wrapper):
+    """A goal env copy whose every reset is seeded: one without a seed (gymnasium's autoreset after a
+    terminal step) gets a seed drawn from a generator seeded by the last seed given. panda-gym draws a
+    new generator from the OS at each reset without a seed, and PyBullet carries its contact state from
+    one episode into the next, so a single success mid-cycle made a seeded run unrepeatable. Hindsight
+    learners store nothing after a terminal step, so an env that keeps its own generator trains as
+    before; envs without goals (on-policy learners reset them all the time) are left as they are."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.active = "achieved_goal" in getattr(env.observation_space, "spaces", {})
+        self.seeds: np.random.Generator | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if self.active and seed is not None:
+            self.seeds = np.random.default_rng(seed)
+        elif self.active and self.seeds is not None:
+            seed = int(self.seeds.integers(2**31))
+        return self.env.reset(seed=seed, options=options)
 
 
 def _params(entry_point: Any) -> dict[str, inspect.Parameter]:
@@ -96,9 +118,9 @@ def make_vec(env_cfg: dict[str, Any], num_envs: int, seed: int | None = None,
     if env_cfg.get("vectorization"):
         attempts = [(str(env_cfg["vectorization"]), {})]
     share = float(env_cfg.get("start_in_gripper") or 0) if training else 0.0
-    if share > 0:  # a wrapper of each copy: gymnasium's loops only
-        wrap = {"wrappers": [start_in_gripper(share)]}
-        attempts = [(mode, wrap) for mode, _ in attempts if mode != "vector_entry_point"]
+    wrappers = [SeededResets, *([start_in_gripper(share)] if share > 0 else [])]  # each copy of gymnasium's loops
+    attempts = [(mode, extra if mode == "vector_entry_point" else {"wrappers": wrappers}) for mode, extra in attempts
+                if mode != "vector_entry_point" or share <= 0]
     first_error: BaseException | None = None
     for mode, extra in attempts:
         try:
