@@ -38,7 +38,7 @@ for _id, _path in _OURS.items():
 class SeededResets(gym.Wrapper):
     """A goal env copy whose every reset is seeded: one without a seed (gymnasium's autoreset after a
     terminal step) gets a seed drawn from a generator seeded by the last seed given. panda-gym draws a
-    new generator from the OS at each reset without a seed, and PyBullet carries its contact state from
+    new generator from the OS at each reset without a seed, and its PyBullet simulation carries state from
     one episode into the next, so a single success mid-cycle made a seeded run unrepeatable. Hindsight
     learners store nothing after a terminal step, so an env that keeps its own generator trains as
     before; envs without goals (on-policy learners reset them all the time) are left as they are."""

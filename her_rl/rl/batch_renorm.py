@@ -29,8 +29,8 @@ class _Standardise(torch.autograd.Function):
     """x_hat = (x - mean_B) / std_B over the batch, with the batch mean and (biased) variance as outputs
     without gradient. Written out because autograd's version of these few lines costs the CrossQ update
     more than its matrix products: ``Tensor.var`` over the batch dimension is a slow strided reduction
-    on CPU, and the chain of elementwise backward nodes makes about ten passes where the closed form
-    below makes five."""
+    on CPU, and autograd's chain of elementwise backward nodes makes more passes over the batch than the
+    closed form below."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
