@@ -183,6 +183,25 @@ def success_by_goal_height(policy: Any, env_id: str, episodes: int, seed: int = 
     return {k: (len(v), sum(v) / len(v) if v else None) for k, v in split.items()}
 
 
+def lift_rates(episodes: dict[str, Any], window: int = 1000, rises: Sequence[float] = (0.03, 0.08)
+               ) -> list[tuple[int, int, list[float]]]:
+    """How often a run's training episodes raised the object: from the stored episodes of its replay
+    (a checkpoint's ``agent.memory.episodes``), oldest first, over each ``window`` of episodes, the share
+    whose object (the achieved goal's last coordinate, its height) rose at least each of ``rises`` above
+    where it started, at any step. Hindsight can relabel a goal in the air only from such episodes.
+    Rows: (first episode, end episode, [share per rise])."""
+    import numpy as np
+
+    data, size, pos = episodes["data"], int(episodes["size"]), int(episodes["pos"])
+    height = np.asarray(data["achieved_goal"])[:size, :, -1]
+    length = np.asarray(data["length"])[:size]
+    order = np.roll(np.arange(size), -pos) if size == int(episodes["capacity"]) else np.arange(size)
+    valid = np.arange(height.shape[1])[None, :] <= length[:, None]
+    rose = (np.where(valid, height, -np.inf).max(axis=1) - height[:, 0])[order]
+    return [(start, min(start + window, size), [float(np.mean(rose[start:start + window] >= r)) for r in rises])
+            for start in range(0, size, window)]
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ and add their rows to a JSON file as each finishes, or report on the file (table
     .venv/bin/python scripts/bench_fetch_frontier.py --preset fetch_pick_and_place_frontier --side ours --seeds 0 \
         --set env.start_in_gripper=0.5 --json docs/bench/fetch_frontier.json
     .venv/bin/python scripts/bench_fetch_frontier.py --heights outputs/pick_and_place --episodes 200
+    .venv/bin/python scripts/bench_fetch_frontier.py --lifts outputs/pick_and_place --window 1000
 
 ``--keep DIR`` keeps our runs' folders (``DIR/<preset>-seed<S>``) to evaluate their final policies
 with more episodes afterwards; without it each run's folder is temporary.
@@ -56,9 +57,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--heights", type=Path, metavar="RUN",
                    help="a finished run's folder: its greedy success on goals on the table and goals in the air")
     p.add_argument("--episodes", type=int, default=200, help="with --heights: fresh episodes to play")
+    p.add_argument("--lifts", type=Path, metavar="RUN",
+                   help="a run's folder (its checkpoint kept the replay): per window of training episodes, the "
+                        "share that raised the object 3 cm and 8 cm above its start")
+    p.add_argument("--window", type=int, default=1000, help="with --lifts: training episodes per row")
     args = p.parse_args(argv)
     if args.heights:
         return heights(p, args.heights, args.episodes)
+    if args.lifts:
+        return lifts(p, args.lifts, args.window)
     if args.report:
         if not args.report.is_file():
             p.error(f"--report {args.report}: no such file")
@@ -122,6 +129,25 @@ def heights(p: argparse.ArgumentParser, run: Path, episodes: int) -> int:
     for where, (n, success) in split.items():
         told = "no episodes" if success is None else f"{success:.2f} greedy success over {n} episodes"
         print(f"{policy.env_id}, goals {where}: {told}")
+    return 0
+
+
+def lifts(p: argparse.ArgumentParser, run: Path, window: int) -> int:
+    from her_rl.folder.checkpoint import load
+
+    if window < 1:
+        p.error(f"--window: at least 1 episode, got {window}")
+    try:
+        saved = load(run)
+    except ConfigError as exc:
+        p.error(f"--lifts {run}: {exc}")
+    episodes = saved.get("agent", {}).get("memory", {}).get("episodes") if isinstance(saved, dict) else None
+    if not isinstance(episodes, dict) or "achieved_goal" not in episodes.get("data", {}):
+        p.error(f"--lifts {run}: its checkpoint holds no replay of goal episodes (a hindsight learner's, "
+                "saved with checkpoint.save_replay=true)")
+    print("training episodes  raised >= 3 cm  raised >= 8 cm")
+    for start, end, (low, high) in frontier.lift_rates(episodes, window):
+        print(f"{start:>8,} - {end:<8,} {low:>10.3f} {high:>15.3f}")
     return 0
 
 

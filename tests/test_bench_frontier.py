@@ -431,3 +431,50 @@ def test_the_twins_run_draws_ours_episodes_and_its_row_says_so(monkeypatch):
     row = frontier.run_sb3(PRESET, 2)
     assert got["draws"] == [frontier.ours_eval_seed(2, step, 100) for step in (10_000, 20_000)]
     assert row["eval_draws"] == "ours"
+
+
+def _replay(heights, lengths, pos=0, capacity=None):
+    """A hindsight replay's stored episodes as a checkpoint keeps them: the object's height per step."""
+    import numpy as np
+
+    h = np.asarray(heights, dtype=np.float32)
+    achieved = np.zeros((*h.shape, 3), np.float32)
+    achieved[..., 2] = h
+    return {"capacity": capacity or len(h), "pos": pos, "size": len(h),
+            "data": {"achieved_goal": achieved, "length": np.asarray(lengths),
+                     "desired_goal": np.zeros((len(h), 3), np.float32)}}
+
+
+def test_lift_rates_count_rises_within_each_episode_oldest_first():
+    # episode 0 rises 4 cm, episode 1 rises 9 cm, episode 2 rises 9 cm only after its last step (not counted),
+    # episode 3 sinks; the ring has wrapped at pos 2, so the oldest two are episodes 2 and 3
+    replay = _replay([[0.02, 0.06, 0.02, 0.02], [0.02, 0.05, 0.11, 0.02], [0.02, 0.02, 0.02, 0.11],
+                      [0.02, 0.0, 0.0, 0.0]], lengths=[3, 3, 2, 3], pos=2)
+    assert frontier.lift_rates(replay, window=2) == [(0, 2, [0.0, 0.0]), (2, 4, [1.0, 0.5])]
+    assert frontier.lift_rates({**replay, "capacity": 10, "pos": 4}, window=3) == \
+        [(0, 3, [2 / 3, 1 / 3]), (3, 4, [0.0, 0.0])]
+
+
+def test_lifts_reads_a_runs_replay_and_refuses_a_checkpoint_without_one(tmp_path, capsys):
+    from dataclasses import asdict
+
+    import torch
+    from conftest import load_script, unload_script
+
+    from her_rl.folder.checkpoint import RunState, rng_state, save
+
+    run, bare = tmp_path / "run", tmp_path / "bare"
+    replay = _replay([[0.0, 0.05], [0.0, 0.0]], [1, 1])
+    replay["data"] = {k: torch.from_numpy(v) for k, v in replay["data"].items()}  # as a checkpoint stores them
+    rest = {"runner": asdict(RunState()), "rng": rng_state(), "config": {}}  # what load asks of every checkpoint
+    save({"agent": {"memory": {"episodes": replay}}, **rest}, run / "checkpoint.pt")
+    save({"agent": {"actor": {}}, **rest}, bare / "checkpoint.pt")  # an on-policy learner: no replay
+    script = load_script("bench_fetch_frontier")
+    try:
+        assert script.main(["--lifts", str(run), "--window", "2"]) == 0
+        assert capsys.readouterr().out.splitlines()[1].split() == ["0", "-", "2", "0.500", "0.000"]
+    finally:
+        unload_script("bench_fetch_frontier")
+    err = _refused(["--lifts", str(bare)], capsys)
+    assert f"error: --lifts {bare}: its checkpoint holds no replay" in err
+    assert "error: --window: at least 1" in _refused(["--lifts", str(run), "--window", "0"], capsys)
