@@ -216,6 +216,23 @@ def _sac(**kwargs):
                   **kwargs)
 
 
+
+def test_sac_random_eps_replaces_that_share_of_its_samples_with_uniform_actions_and_draws_nothing_at_0():
+    from her_rl.algos.her_crossq import HerCrossQ
+
+    agent, mixed = _sac(random_eps=0.0), _sac(random_eps=0.5)  # the same weights and generators
+    obs, _ = agent.envs.reset(seed=0)
+    before = copy.deepcopy(agent.np_generator.bit_generator.state)
+    sampled = agent.act(obs, explore=True)
+    assert agent.np_generator.bit_generator.state == before  # at 0 nothing is drawn: runs keep their numbers
+    kept = np.all(mixed.act(obs, explore=True) == sampled, axis=1)
+    assert 0 < kept.sum() < len(kept)  # some rows the policy's sample, the others replaced
+    always = _sac(random_eps=1.0)
+    acts = np.concatenate([always.act(obs, explore=True) for _ in range(200)])
+    assert acts.min() >= -1 and acts.max() <= 1 and abs(acts.std() - 0.577) < 0.03  # uniform on [-1, 1]
+    np.testing.assert_array_equal(always.act(obs), agent.act(obs))  # greedy actions stay the policy's mean
+    assert "random_eps" in HerCrossQ.__dataclass_fields__  # HER-REDQ and HER-CrossQ take it too
+
 class FixedPolicy(nn.Module):
     """A stand-in policy whose next actions and log-probabilities are given."""
 

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from her_rl.algos.hindsight import HindsightLearner, frozen
 from her_rl.rl.nets import Critic, mlp
-from her_rl.rl.noise import GaussianNoise, OUNoise
+from her_rl.rl.noise import GaussianNoise, OUNoise, with_random_actions
 from her_rl.rules import NON_NEGATIVE, POSITIVE, UNIT, choice, setting
 
 NOISES = ("gaussian", "ou")
@@ -60,10 +60,7 @@ class Exploration:
                  random_eps: float) -> np.ndarray:
         noise = self.process.sample() if len(a) == self.process.size[0] else \
             noise_eps * generator.standard_normal(a.shape)  # another batch size: plain Gaussian
-        a = np.clip(a + noise, -1.0, 1.0)
-        random = generator.random(len(a)) < random_eps
-        a[random] = generator.uniform(-1.0, 1.0, size=(int(random.sum()), a.shape[1]))
-        return a
+        return with_random_actions(np.clip(a + noise, -1.0, 1.0), generator, random_eps)
 
     def reset(self) -> None:
         self.process.reset()

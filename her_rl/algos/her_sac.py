@@ -35,7 +35,8 @@ import torch.nn as nn
 from her_rl.algos.hindsight import HindsightLearner, frozen
 from her_rl.algos.parallel_update import ParallelUpdate, check_actor_half
 from her_rl.rl.nets import ContinuousAction, Critic, NormalPolicyHead, mlp
-from her_rl.rules import BOOL, CRITIC_THREADS, POSITIVE, choice, optional, real, setting
+from her_rl.rl.noise import with_random_actions
+from her_rl.rules import BOOL, CRITIC_THREADS, POSITIVE, UNIT, choice, optional, real, setting
 
 
 class Actor(nn.Module):
@@ -67,6 +68,8 @@ class SoftActorCritic(HindsightLearner):
     autotune: bool = setting(True, BOOL, "Tune alpha towards target_entropy; false: alpha stays alpha_init.")
     target_entropy: float | None = setting(None, optional(real()),
                                            "Entropy the temperature aims at; null: -(action dimensions).")
+    random_eps: float = setting(0.0, UNIT, "Share of uniformly random actions while collecting (HER-DDPG's "
+                                "exploration; 0: the policy's own samples only).")
 
     def build(self) -> None:
         self.target_entropy = -float(self.act_dim) if self.target_entropy is None else float(self.target_entropy)
@@ -85,10 +88,14 @@ class SoftActorCritic(HindsightLearner):
         return float(self.log_alpha.detach().exp())
 
     def policy(self, x: torch.Tensor, explore: bool) -> np.ndarray:
-        """Actions in [-1, 1]^A: a sample from the policy, or its squashed mean (greedy)."""
+        """Actions in [-1, 1]^A: a sample from the policy (a share ``random_eps`` of them uniformly random
+        instead), or its squashed mean (greedy)."""
         dist = self.actor(x)
         a = dist.sample(self.generator) if explore else dist.mode()  # the same draw as sample_with_log_prob's
-        return a.cpu().numpy().reshape(-1, self.act_dim).astype(np.float32)
+        a = a.cpu().numpy().reshape(-1, self.act_dim).astype(np.float32)
+        if explore and self.random_eps > 0:  # nothing drawn at 0: runs without it keep their numbers
+            a = with_random_actions(a, self.np_generator, self.random_eps)
+        return a
 
     def actor_step(self, t: dict[str, torch.Tensor]) -> dict[str, float]:
         """One actor step on mean(alpha log pi(a | s) - min(Q1, Q2)(s, a)), a ~ pi (reparameterised), the

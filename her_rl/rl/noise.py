@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["OUNoise", "GaussianNoise"]
+__all__ = ["OUNoise", "GaussianNoise", "with_random_actions"]
 
 
 class OUNoise:
@@ -59,3 +59,11 @@ class GaussianNoise:
 
     def __repr__(self) -> str:
         return f"GaussianNoise(size={self.size}, sigma={self.sigma})"
+
+
+def with_random_actions(a: np.ndarray, generator: np.random.Generator, share: float) -> np.ndarray:
+    """``a`` (a batch of actions in [-1, 1], one per row) with each row replaced, with probability
+    ``share``, by a uniformly random action (the HER paper's exploration), in place."""
+    random = generator.random(len(a)) < share
+    a[random] = generator.uniform(-1.0, 1.0, size=(int(random.sum()), a.shape[1]))
+    return a
