@@ -15,7 +15,8 @@ temperature alpha = exp(log_alpha) tuned towards a target entropy of -|A| (Haarn
 Target networks move once per cycle, by Polyak averaging with decay ``polyak`` (as the other
 hindsight learners do, one key with one meaning across them) rather than by ``tau`` after every
 gradient step. Q-target clipping to [-1/(1-gamma), 0] is off by default: the entropy bonus makes soft
-returns leave the plain return range. Greedy actions (evaluation) are the squashed mean.
+returns leave the plain return range. Greedy actions (evaluation) are the squashed mean; collecting,
+the actions are samples of pi, a share ``random_eps`` of them uniformly random instead (0 by default).
 
 :class:`SoftActorCritic` is the actor and the temperature that HER-REDQ and HER-CrossQ share with it;
 each writes its own critics and update. ``critic_threads``, ``simultaneous`` and ``actor_half`` run the
