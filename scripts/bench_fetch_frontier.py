@@ -141,10 +141,12 @@ def lifts(p: argparse.ArgumentParser, run: Path, window: int) -> int:
         saved = load(run)
     except ConfigError as exc:
         p.error(f"--lifts {run}: {exc}")
-    episodes = saved.get("agent", {}).get("memory", {}).get("episodes") if isinstance(saved, dict) else None
-    if not isinstance(episodes, dict) or "achieved_goal" not in episodes.get("data", {}):
+    memory = saved["agent"].get("memory")  # load checked that agent is a mapping
+    episodes = memory.get("episodes") if isinstance(memory, dict) else None
+    data = episodes.get("data") if isinstance(episodes, dict) else None
+    if not isinstance(data, dict) or "achieved_goal" not in data or not int(episodes.get("size", 0)):
         p.error(f"--lifts {run}: its checkpoint holds no replay of goal episodes (a hindsight learner's, "
-                "saved with checkpoint.save_replay=true)")
+                "saved with checkpoint.save_replay=true, after its first episodes)")
     print("training episodes  raised >= 3 cm  raised >= 8 cm")
     for start, end, (low, high) in frontier.lift_rates(episodes, window):
         print(f"{start:>8,} - {end:<8,} {low:>10.3f} {high:>15.3f}")

@@ -468,13 +468,14 @@ def test_lifts_reads_a_runs_replay_and_refuses_a_checkpoint_without_one(tmp_path
     replay["data"] = {k: torch.from_numpy(v) for k, v in replay["data"].items()}  # as a checkpoint stores them
     rest = {"runner": asdict(RunState()), "rng": rng_state(), "config": {}}  # what load asks of every checkpoint
     save({"agent": {"memory": {"episodes": replay}}, **rest}, run / "checkpoint.pt")
-    save({"agent": {"actor": {}}, **rest}, bare / "checkpoint.pt")  # an on-policy learner: no replay
     script = load_script("bench_fetch_frontier")
     try:
         assert script.main(["--lifts", str(run), "--window", "2"]) == 0
         assert capsys.readouterr().out.splitlines()[1].split() == ["0", "-", "2", "0.500", "0.000"]
     finally:
         unload_script("bench_fetch_frontier")
-    err = _refused(["--lifts", str(bare)], capsys)
-    assert f"error: --lifts {bare}: its checkpoint holds no replay" in err
+    for agent in ({"actor": {}}, {"memory": torch.zeros(2)}):  # an on-policy learner's; a damaged file's
+        save({"agent": agent, **rest}, bare / "checkpoint.pt")
+        err = _refused(["--lifts", str(bare)], capsys)
+        assert f"error: --lifts {bare}: its checkpoint holds no replay" in err
     assert "error: --window: at least 1" in _refused(["--lifts", str(run), "--window", "0"], capsys)
