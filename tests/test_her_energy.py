@@ -32,9 +32,10 @@ def test_trajectory_energy_follows_its_definition():
     assert trajectory_energy(np.zeros((2, 5, 3)), np.array([4, 4]), 0.5).tolist() == [0.0, 0.0]
 
 
-def _memory(energies_from):
+def _memory(energies_from, **settings):
     memory = memory_for(10, 4, 3, 3, lambda a, g, i: -(np.linalg.norm(a - g, axis=-1) > 0.05).astype(np.float32),
-                        action_space=spaces.Box(-1, 1, (2,), np.float32), seed=0, prioritize="energy", clip_energy=10.0)
+                        action_space=spaces.Box(-1, 1, (2,), np.float32), seed=0, prioritize="energy", clip_energy=10.0,
+                        **settings)
     ag = np.zeros((len(energies_from), 5, 3), np.float32)
     for i, lift in enumerate(energies_from):
         ag[i, 1:, 2] = lift  # the object raised by `lift` at the first step and held there
@@ -54,6 +55,22 @@ def test_batches_draw_episodes_in_proportion_to_their_energy():
     assert set(np.unique(t)) == {0, 1, 2, 3}  # steps uniform within the episode
 
 
+def test_an_energy_share_draws_the_rest_of_a_batch_uniformly():
+    energy = _memory([0.0, 0.01, 0.03]).episodes.data["energy"][:3]
+    by_energy, uniform = energy / energy.sum(), np.full(3, 1 / 3)  # equal lengths: uniform over steps is 1/3 each
+    for share in (0.25, 0.5):
+        ep, t = _memory([0.0, 0.01, 0.03], energy_share=share).draw(80_000, np.random.default_rng(3))
+        assert len(ep) == len(t) == 80_000
+        np.testing.assert_allclose(np.bincount(ep, minlength=3) / len(ep), share * by_energy + (1 - share) * uniform,
+                                   atol=0.01)  # the still episode (no energy) is replayed again
+        assert set(np.unique(t)) == {0, 1, 2, 3}
+    a = _memory([0.0, 0.01, 0.03]).draw(500, np.random.default_rng(4))
+    b = _memory([0.0, 0.01, 0.03], energy_share=1.0).draw(500, np.random.default_rng(4))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))  # 1, the default: the paper's draw
+    with pytest.raises(ValueError, match="energy_share must lie in"):
+        HindsightSettings(prioritize="energy", energy_share=1.5)
+
+
 def test_without_any_energy_batches_are_uniform_over_steps():
     memory = _memory([0.0, 0.0])
     ep, _ = memory.draw(20_000, np.random.default_rng(2))
@@ -63,9 +80,10 @@ def test_without_any_energy_batches_are_uniform_over_steps():
 def test_the_learner_keys_reach_the_memory_and_a_cycle_runs():
     push = {"name": "push", "id": "her_rl/Push-v0", "kwargs": {"actions": "continuous", "max_episode_steps": 10}}
     agent = HerDDPG(env=push, seed=0, hidden=(16, 16), episodes_per_cycle=4, updates_per_cycle=2, batch_size=8,
-                    prioritize="energy", clip_energy=0.3, energy_dt=0.1)
+                    prioritize="energy", clip_energy=0.3, energy_dt=0.1, energy_share=0.5)
     settings = agent.memory.settings
-    assert (settings.prioritize, settings.clip_energy, settings.energy_dt) == ("energy", 0.3, 0.1)
+    assert (settings.prioritize, settings.clip_energy, settings.energy_dt, settings.energy_share) == ("energy", 0.3,
+                                                                                                      0.1, 0.5)
     agent.train_iteration()
     assert agent.memory.episodes.data["energy"][:4].shape == (4,)
 

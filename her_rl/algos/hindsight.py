@@ -120,6 +120,10 @@ class HindsightLearner(Learner):
     energy_dt: float = setting(0.04, POSITIVE,
                                "With prioritize=energy: seconds between two env steps, for the object's speed (Fetch: "
                                "0.04).")
+    energy_share: float = setting(1.0, UNIT,
+                                  "With prioritize=energy: the share of each batch drawn by energy (1: the paper's "
+                                  "whole batch); the rest uniformly over stored steps, so episodes that never moved the "
+                                  "object are still replayed.")
     hidden: Sequence[int] = setting((256, 256, 256), HIDDEN,
                                     "Hidden layers (ReLU) of the actor and of every critic; the actor ends in tanh or "
                                     "a squashed Gaussian.")

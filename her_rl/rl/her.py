@@ -50,7 +50,9 @@ Beyond the paper:
 ``prioritize="energy"`` draws episodes in proportion to their trajectory energy, the work done on
 the object their achieved goals track (Zhao and Tresp 2018, "Energy-Based Hindsight Experience
 Prioritization"; :func:`trajectory_energy`), instead of uniformly over stored steps: episodes in
-which the object moved are replayed, those in which it lay still are not.
+which the object moved are replayed, those in which it lay still are not. ``energy_share`` below 1
+draws only that share of each batch so, the rest uniformly over stored steps (not in the paper: the
+steps of episodes that never touched the object stay in the batches).
 
 ``random_mix`` draws that share of the relabelled goals as ``random`` does, whatever the strategy:
 on bit-flip an episode of an untrained policy wanders a few bits from its start, so ``future`` goals
@@ -352,6 +354,8 @@ class HindsightSettings:
     prioritize: str = "none"
     clip_energy: float = 0.5
     energy_dt: float = 0.04
+    energy_share: float = 1.0
+    """With prioritize=energy: the share of each batch drawn by energy; the rest uniformly over steps."""
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -366,6 +370,8 @@ class HindsightSettings:
             raise ValueError(f"random_mix must lie in [0, 1], got {self.random_mix!r}")
         if self.prioritize not in PRIORITIES:
             raise ValueError(f"unknown prioritisation '{self.prioritize}'; valid choices: {', '.join(PRIORITIES)}")
+        if not 0.0 <= self.energy_share <= 1.0:
+            raise ValueError(f"energy_share must lie in [0, 1], got {self.energy_share!r}")
         # k and n_step size index arrays: 4.0 is kept as 4 (a frozen dataclass is set through object)
         object.__setattr__(self, "k", int(self.k))
         object.__setattr__(self, "n_step", int(self.n_step))
@@ -450,7 +456,8 @@ class HindsightMemory:
     def draw(self, batch_size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """The (episode, step) pairs of a batch: uniform over stored steps, or with ``prioritize=energy``
         an episode drawn in proportion to its trajectory energy and a step uniform within it (uniform
-        over steps while no stored episode has energy)."""
+        over steps while no stored episode has energy); with ``energy_share`` below 1, the first
+        ``round(energy_share * batch_size)`` pairs so and the rest uniformly over steps."""
         if self.settings.prioritize != "energy":
             return self.sample_steps(batch_size, rng)
         if self._cum_energy is None:
@@ -458,8 +465,13 @@ class HindsightMemory:
         cum = self._cum_energy
         if not cum[-1] > 0:
             return self.sample_steps(batch_size, rng)
-        ep = np.minimum(np.searchsorted(cum, rng.random(batch_size) * cum[-1], side="right"), len(cum) - 1)
-        return ep, (rng.random(batch_size) * self.episodes.data["length"][ep]).astype(np.int64)
+        by_energy = batch_size if self.settings.energy_share >= 1.0 else round(self.settings.energy_share * batch_size)
+        ep = np.minimum(np.searchsorted(cum, rng.random(by_energy) * cum[-1], side="right"), len(cum) - 1)
+        t = (rng.random(by_energy) * self.episodes.data["length"][ep]).astype(np.int64)
+        if by_energy == batch_size:  # the paper's draw, alone: runs from before energy_share keep their numbers
+            return ep, t
+        uniform_ep, uniform_t = self.sample_steps(batch_size - by_energy, rng)
+        return np.concatenate([ep, uniform_ep]), np.concatenate([t, uniform_t])
 
     # -- relabelling -----------------------------------------------------------------------
     def goal_indices(self, ep: np.ndarray, t: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
