@@ -13,16 +13,17 @@ the screen's width: :func:`her_rl.errors.printable`) and exit status 2, with not
 written. A signal outside training ends her-run with 128 + the signal and one line saying what is on
 disk (:class:`her_rl.run.signals.Stage`); training's own handlers do the same. Importing this module
 loads no torch, so the signals are her-run's from its first moment. ``--version`` is her-rl's;
-``--help`` is Hydra's, with her-run's template (``conf/hydra/help/her_rl.yaml``).
+``--help`` prints her-run's template (``conf/hydra/help/her_rl.yaml``), filled in by her-run when
+given alone and by Hydra after overrides.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import io
 import os
 import signal
+import string
 import sys
 import threading
 from importlib.metadata import version
@@ -35,6 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from her_rl.config.compose import check_overrides, expand_overrides, hydra_message
+from her_rl.config.registry import ALGOS
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, printable
 from her_rl.folder import failures, rundir
 from her_rl.run.launchers import gather_each_job
@@ -128,13 +130,21 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 
 
 def _help() -> None:
-    """Hydra's ``--help`` with her-run's template; its flag list would call --version Hydra's."""
-    text = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(text):
-            _hydra_main()  # it ends with sys.exit
-    finally:
-        print(text.getvalue().replace("Show Hydra's version and exit", "Show her-rl's version and exit"), end="")
+    """``--help`` after overrides: Hydra's, with the template the command selects (her-run's by default)."""
+    _hydra_main()  # it ends with sys.exit
+
+
+def help_text() -> str:
+    """A bare ``--help``: her-run's template (conf/hydra/help/her_rl.yaml) with $APP_CONFIG_GROUPS filled
+    in as Hydra fills it (each group of the installed config files, hydra/ aside, with its options sorted),
+    without composing a config: Hydra's --help builds a config repository per group, seconds for a page."""
+    conf = Path(__file__).parent / "conf"  # not imported: that stores the learners' configs, through torch
+    options = {"algo": set(ALGOS)}  # the learners' configs are stored from the registry, not read from files
+    for group in (d for d in conf.iterdir() if d.is_dir() and d.name not in ("hydra", "__pycache__")):
+        options.setdefault(group.name, set()).update(f.stem for f in group.glob("*.yaml"))
+    lines = "".join(f"{group}: {', '.join(sorted(options[group]))}\n" for group in sorted(options))
+    node = OmegaConf.create({"hydra": {"help": OmegaConf.load(conf / "hydra" / "help" / "her_rl.yaml")}})
+    return string.Template(node.hydra.help.template).substitute(APP_CONFIG_GROUPS=lines) + "\n"
 
 
 def _checked_argv(argv: list[str]) -> list[str]:
@@ -164,6 +174,9 @@ def _main() -> None:
     except ConfigError as exc:
         _fail(exc)
     argv = sys.argv[1:]
+    if argv and set(argv) <= set(_HELP_FLAGS):
+        print(help_text(), end="")  # nothing to check or compose
+        return
     if any(a.startswith("-") and a not in _RUN_FLAGS for a in argv):
         cfg = _checked(lambda: _check_shown(argv), _shown_overrides(argv))
         if set(argv) & set(_HELP_FLAGS):

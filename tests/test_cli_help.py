@@ -32,10 +32,27 @@ def test_help_starts_with_her_rl_and_lists_groups_examples_and_flags(her_run, tm
     assert set(groups) == {"algo", "env", "experiment", "tuned"}  # Hydra's own list of the installed groups
     assert "her_dqn" in groups["algo"] and "rnd_ppo" in groups["algo"] and "deep_sea" in groups["env"]
     assert any(line.strip().startswith("her-run -m hydra/sweeper=optuna") for line in lines)
-    assert "--version : Show her-rl's version and exit" in lines and "--cfg,-c : Show config instead of running" \
-        in p.stdout  # Hydra's flag list, with --version telling the truth
+    flags = lines[lines.index("== Flags ==") + 1:]
+    assert any(line.startswith("--cfg, -c job|hydra|all") for line in flags) and "-m, --multirun" in p.stdout
+    for refused in ("--config-dir", "--config-path", "--config-name", "--experimental-rerun"):
+        assert refused not in p.stdout  # her-run refuses them, so its help does not offer them
     assert "Exit status: 0" in p.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bare_help_is_the_page_hydra_prints_after_overrides(her_run, tmp_path):
+    """her-run fills the template itself for a bare --help (no config composed); after overrides Hydra fills
+    it: the same page, the config groups included (files and the learners' stored configs alike)."""
+    bare, short = _run(her_run, "--help", cwd=tmp_path), _run(her_run, "-h", cwd=tmp_path)
+    hydras = _run(her_run, "seed=0", "--help", cwd=tmp_path)
+    assert bare.returncode == short.returncode == hydras.returncode == 0, hydras.stderr
+    assert bare.stdout == short.stdout == hydras.stdout
+    assert "algo: her_crossq, her_ddpg, her_dqn" in bare.stdout and "tuned: her_crossq_gym" in bare.stdout
+
+
+def test_an_unknown_group_option_with_help_is_still_one_line(her_run, tmp_path):
+    p = _run(her_run, "algo=nope", "--help", cwd=tmp_path)  # an override is still checked before the page
+    assert p.returncode == 2 and p.stderr.startswith("her-run: error:") and len(p.stderr.splitlines()) == 1, p.stderr
 
 
 def test_help_after_overrides_and_hydras_own_help_still_work(her_run, tmp_path):
