@@ -193,8 +193,13 @@ def lift_rates(episodes: dict[str, Any], window: int = 1000, rises: Sequence[flo
     import numpy as np
 
     data, size, pos = episodes["data"], int(episodes["size"]), int(episodes["pos"])
-    height = np.asarray(data["achieved_goal"])[:size, :, -1]
-    length = np.asarray(data["length"])[:size]
+    goals, length = np.asarray(data["achieved_goal"]), np.asarray(data.get("length"))
+    if goals.ndim != 3 or length.ndim != 1 or min(len(goals), len(length)) < size or not 0 <= pos <= size \
+            or length[:size].min(initial=1) < 1 or length[:size].max(initial=0) >= goals.shape[1]:
+        raise ValueError(f"a replay of {size} episodes whose achieved goals ({goals.shape}) or lengths "
+                         f"({length.shape}) do not fit together: not one her-rl wrote")
+    height = goals[:size, :, -1]
+    length = length[:size]
     order = np.roll(np.arange(size), -pos) if size == int(episodes["capacity"]) else np.arange(size)
     valid = np.arange(height.shape[1])[None, :] <= length[:, None]
     rose = (np.where(valid, height, -np.inf).max(axis=1) - height[:, 0])[order]

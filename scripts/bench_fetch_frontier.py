@@ -147,8 +147,12 @@ def lifts(p: argparse.ArgumentParser, run: Path, window: int) -> int:
     if not isinstance(data, dict) or "achieved_goal" not in data or not int(episodes.get("size", 0)):
         p.error(f"--lifts {run}: its checkpoint holds no replay of goal episodes (a hindsight learner's, "
                 "saved with checkpoint.save_replay=true, after its first episodes)")
+    try:
+        rates = frontier.lift_rates(episodes, window)
+    except (ValueError, TypeError, KeyError) as exc:
+        p.error(f"--lifts {run}: {exc}")
     print("training episodes  raised >= 3 cm  raised >= 8 cm")
-    for start, end, (low, high) in frontier.lift_rates(episodes, window):
+    for start, end, (low, high) in rates:
         print(f"{start:>8,} - {end:<8,} {low:>10.3f} {high:>15.3f}")
     return 0
 

@@ -479,3 +479,9 @@ def test_lifts_reads_a_runs_replay_and_refuses_a_checkpoint_without_one(tmp_path
         err = _refused(["--lifts", str(bare)], capsys)
         assert f"error: --lifts {bare}: its checkpoint holds no replay" in err
     assert "error: --window: at least 1" in _refused(["--lifts", str(run), "--window", "0"], capsys)
+    tampered = [{**replay, "data": {**replay["data"], "length": torch.tensor([1, 2])}},  # 2 steps, 1 stored
+                {**replay, "data": {**replay["data"], "achieved_goal": torch.zeros(2, 2)}},  # no goal axis
+                {**replay, "size": 5}]  # more episodes than stored
+    for episodes in tampered:
+        save({"agent": {"memory": {"episodes": episodes}}, **rest}, bare / "checkpoint.pt")
+        assert "do not fit together: not one her-rl wrote" in _refused(["--lifts", str(bare)], capsys)
