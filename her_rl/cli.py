@@ -40,11 +40,13 @@ from her_rl.config.registry import ALGOS
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, printable
 from her_rl.folder import failures, rundir
 from her_rl.run.launchers import gather_each_job
+from her_rl.run.plan import Evaluation, gate, gate_shown, gate_sweep, plan_run
 from her_rl.run.signals import Stage, Stopped, early_stops, exit_at_once
 from her_rl.run.sweep import isolates, objective, optuna_settings, run_isolated
 
-# Lazy imports in this file (tagged `# lazy: torch`): her_rl.run.plan, her_rl.run.runner and
-# her_rl.saved.evaluate load torch, and her-run takes its signals first (tests/test_exit_codes.py).
+# Lazy imports in this file (tagged `# lazy: torch`): her_rl.run.runner and her_rl.saved.evaluate load
+# torch, and her-run takes its signals first (tests/test_exit_codes.py); the gate (her_rl.run.plan) does
+# not, so a refused command is told before torch loads.
 
 # Flags after which Hydra does something other than run jobs (help, printing the config, ...).
 _RUN_FLAGS = ("-m", "--multirun")
@@ -76,8 +78,6 @@ def _preflight(argv: list[str]):
     """The command through its gate (:mod:`her_rl.run.plan`): a single run's checked plan (her-run trains
     it here, in this process, its folder locked from the check to the end) or ``load=``'s evaluation;
     a sweep: None, its variants checked and Hydra's launcher to run its jobs (each plans itself)."""
-    from her_rl.run.plan import gate, gate_sweep  # lazy: torch
-
     overrides = [a for a in argv if a not in _RUN_FLAGS]
     if not set(argv) & set(_RUN_FLAGS):
         return gate(overrides, command=True)
@@ -87,7 +87,6 @@ def _preflight(argv: list[str]):
 
 def _start(checked) -> dict:
     """What the gate let through: a plan trained by the runner, or ``load=``'s evaluation by the saved side."""
-    from her_rl.run.plan import Evaluation  # lazy: torch
     from her_rl.run.runner import start  # lazy: torch
     from her_rl.saved.evaluate import evaluate_checkpoint  # lazy: torch
 
@@ -96,7 +95,6 @@ def _start(checked) -> dict:
 
 def _run(checked) -> None:
     """Train the checked plan in this process (Hydra's launcher is for sweeps), or evaluate (``load=``)."""
-    from her_rl.run.plan import Evaluation  # lazy: torch
 
     if isinstance(checked, Evaluation):
         _STAGE.name = "load"
@@ -111,8 +109,6 @@ def _run(checked) -> None:
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def _hydra_main(cfg: DictConfig) -> float | None:
-    from her_rl.run.plan import plan_run  # lazy: torch
-
     hc = HydraConfig.get()  # a sweep's job: a single run is trained by _run
     out, overrides = Path(hc.runtime.output_dir), list(hc.overrides.task)
     _STAGE.folder, _STAGE.sweep = out, Path(hc.sweep.dir)
@@ -220,8 +216,6 @@ def _check_shown(argv: list[str]) -> DictConfig | None:
     """What Hydra is to show (``--help``, ``--cfg``, ``--info``) composes, so a bad override is one line
     rather than Hydra's report; ``--cfg job n=abc`` shows a config only if ``her-run n=abc`` would
     accept it."""
-    from her_rl.run.plan import gate_shown  # lazy: torch
-
     if set(argv) & {"--shell-completion", "-sc"}:
         check_overrides([a for a in argv if not a.startswith("-")])  # completion queries, refused as overrides are
         return None

@@ -239,6 +239,18 @@ def test_her_rl_and_her_runs_module_import_no_torch():
     assert out.strip() == "['hydra']"
 
 
+def test_a_command_refused_by_its_names_is_told_before_torch_loads(tmp_path):
+    """The gate loads no torch of its own: an unknown option or a malformed override is one line in the
+    time Python starts, not after the seconds torch takes (a value's check reads the learner's class: torch)."""
+    code = ("import sys\nfrom her_rl import cli\nsys.argv[1:] = sys.argv[2:]\ntry:\n    cli.main()\n"
+            "except SystemExit as exc:\n    print(exc.code, 'torch' in sys.modules)")
+    for argv in (["algo=nope"], ["env=nowhere", "seed=1"], ["n=="]):
+        p = subprocess.run([sys.executable, "-c", code, "--", *argv], cwd=tmp_path, capture_output=True, text=True)
+        assert p.stdout.split() == ["2", "False"], (argv, p.stdout, p.stderr)
+        assert p.stderr.startswith("her-run: error:") and len(p.stderr.splitlines()) == 1, p.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_while_torch_is_imported_is_128_plus_it(her_run, user_dir, sig):
     (user_dir / "sitecustomize.py").write_text(PAUSE_AT_TORCH)

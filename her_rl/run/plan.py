@@ -44,7 +44,7 @@ from her_rl.config.saved import check_saved, merge
 from her_rl.envs.families import import_given, split_id
 from her_rl.envs.probe import EnvSpaces
 from her_rl.errors import ConfigError, printable
-from her_rl.folder import checkpoint, rundir
+from her_rl.folder import rundir
 from her_rl.folder.rundir import CHECKPOINT, CONFIG, check_resume, read_saved_config, stamp
 from her_rl.rules import check_path
 from her_rl.run import requeue, trackers
@@ -244,6 +244,8 @@ def _resumed(current: dict[str, Any], out: Path, from_checkpoint: bool, override
     it continues (None: the run stopped before its first, and resume=auto starts it afresh under its
     saved config) and the changes."""
     if from_checkpoint:
+        from her_rl.folder import checkpoint  # lazy: torch, which only a resume needs here: a refused command is told first
+
         saved = checkpoint.load(out / CHECKPOINT)
         check_saved(saved, out / CHECKPOINT)
         base, mode, said = saved["config"], "true", ("resume", "the checkpoint was trained with")
