@@ -183,6 +183,56 @@ def success_by_goal_height(policy: Any, env_id: str, episodes: int, seed: int = 
     return {k: (len(v), sum(v) / len(v) if v else None) for k, v in split.items()}
 
 
+PANDA_PICK_AND_PLACE = {"gripper": slice(0, 3), "fingers": 6, "object": slice(7, 10)}
+"""Where panda-gym's PickAndPlace observation holds the gripper's position, its fingers' width and the block's
+position (panda-gym 3: the robot's 7 values, then the block's 12)."""
+
+
+def carry_success(policy: Any, env_id: str, episodes: int, seed: int = 60_000, held: float = 0.03,
+                  air: float = 0.05) -> tuple[int, int, int]:
+    """Can a policy carry a block it did not have to grasp? Over fresh episodes of a panda-gym PickAndPlace
+    env, those whose goal lies at least ``air`` above the block's start are played: a scripted grasp (fingers
+    open over the block, down, closed, up) until the block is ``held`` above its start, then the policy's
+    greedy actions (``policy.predict``) to the episode's end. Returns (episodes with a goal in the air, those
+    the grasp handed over, successes after the hand-over)."""
+    import gymnasium as gym
+    import numpy as np
+
+    from her_rl.envs.families import ensure_registered
+
+    at = PANDA_PICK_AND_PLACE
+    ensure_registered(env_id)
+    env = gym.make(env_id)
+    in_air = handed = carried = 0
+    try:
+        for i in range(episodes):
+            obs, _ = env.reset(seed=seed + i)
+            start = float(obs["achieved_goal"][2])
+            if obs["desired_goal"][2] - start < air:
+                continue
+            in_air, ours, done, info, t = in_air + 1, False, False, {}, 0
+            while not done:
+                o = obs["observation"]
+                gripper, fingers, block = o[at["gripper"]], float(o[at["fingers"]]), o[at["object"]]
+                ours = ours or float(obs["achieved_goal"][2]) - start >= held
+                if ours:
+                    action = policy.predict(obs, deterministic=True)[0]
+                else:
+                    action, over = np.zeros(4, np.float32), np.linalg.norm(block[:2] - gripper[:2]) < 0.01
+                    if t < 3 or (fingers > 0.039 and (not over or gripper[2] - block[2] > 0.01)):
+                        target = block + np.array([0.0, 0.0, 0.0 if over else 0.05])
+                        action[:3], action[3] = np.clip((target - gripper) * 10, -1, 1), 1.0  # open, over it, down
+                    else:
+                        action[2], action[3] = (1.0 if fingers < 0.045 else 0.0), -1.0  # close; once shut on it, up
+                obs, _, terminated, truncated, info = env.step(action)
+                done, t = terminated or truncated, t + 1
+            handed += ours
+            carried += ours and bool(info.get("is_success"))
+    finally:
+        env.close()
+    return in_air, handed, carried
+
+
 def lift_rates(episodes: dict[str, Any], window: int = 1000, rises: Sequence[float] = (0.03, 0.08)
                ) -> list[tuple[int, int, list[float]]]:
     """How often a run's training episodes raised the object: from the stored episodes of its replay

@@ -1,5 +1,6 @@
 """bench/frontier.py: the Fetch frontier preset against its SB3 twin (rows, tables, curves)."""
 
+import importlib.util
 import json
 
 import pytest
@@ -485,3 +486,34 @@ def test_lifts_reads_a_runs_replay_and_refuses_a_checkpoint_without_one(tmp_path
     for episodes in tampered:
         save({"agent": {"memory": {"episodes": episodes}}, **rest}, bare / "checkpoint.pt")
         assert "do not fit together: not one her-rl wrote" in _refused(["--lifts", str(bare)], capsys)
+
+
+class _Carrier:
+    """A stand-in policy: fingers shut, the block moved straight to the goal (``drop``: fingers opened)."""
+
+    def __init__(self, drop: bool = False):
+        self.drop = drop
+
+    def predict(self, obs, deterministic=True):
+        import numpy as np
+
+        block = obs["observation"][frontier.PANDA_PICK_AND_PLACE["object"]]
+        move = np.clip((obs["desired_goal"] - block) * 10, -1, 1)
+        return np.array([*move, 1.0 if self.drop else -1.0], np.float32), None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("panda_gym") is None, reason="needs the panda extra")
+def test_carry_hands_a_lifted_block_to_the_policy_on_goals_in_the_air():
+    in_air, handed, carried = frontier.carry_success(_Carrier(), "PandaPickAndPlace-v3", 12)
+    assert 0 < in_air < 12 and handed >= in_air - 1  # the grasp lifts the block (goals on the table not played)
+    assert carried >= handed - 1  # a policy that holds and carries succeeds
+    dropped = frontier.carry_success(_Carrier(drop=True), "PandaPickAndPlace-v3", 12)
+    assert dropped[:2] == (in_air, handed) and dropped[2] <= handed // 3  # a low goal may lie within 5 cm of the table
+
+
+def test_carry_refuses_a_run_of_another_env(tmp_path, capsys, monkeypatch):
+    import her_rl
+
+    monkeypatch.setattr(her_rl, "load", lambda run: type("P", (), {"env_id": "FetchPickAndPlace-v4"})())
+    err = _refused(["--carry", str(tmp_path)], capsys)
+    assert "it trains FetchPickAndPlace-v4; the scripted grasp reads panda-gym's PickAndPlace" in err
