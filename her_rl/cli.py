@@ -95,7 +95,6 @@ def _start(checked) -> dict:
 
 def _run(checked) -> None:
     """Train the checked plan in this process (Hydra's launcher is for sweeps), or evaluate (``load=``)."""
-
     if isinstance(checked, Evaluation):
         _STAGE.name = "load"
     else:
@@ -123,11 +122,6 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     if isolates(hc.launcher, _SWEEP_PID):  # a joblib worker: a job whose process dies must not end the pool
         return run_isolated(job, out, overrides, int(hc.job.num))
     return job()
-
-
-def _help() -> None:
-    """``--help`` after overrides: Hydra's, with the template the command selects (her-run's by default)."""
-    _hydra_main()  # it ends with sys.exit
 
 
 def help_text() -> str:
@@ -176,7 +170,7 @@ def _main() -> None:
     if any(a.startswith("-") and a not in _RUN_FLAGS for a in argv):
         cfg = _checked(lambda: _check_shown(argv), _shown_overrides(argv))
         if set(argv) & set(_HELP_FLAGS):
-            _help()
+            _hydra_main()  # --help after overrides: the template the command selects (her-run's by default)
         elif cfg is not None and _checked(lambda: _show_resolved(cfg, argv), _shown_overrides(argv)):
             return
         else:

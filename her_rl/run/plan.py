@@ -244,7 +244,7 @@ def _resumed(current: dict[str, Any], out: Path, from_checkpoint: bool, override
     it continues (None: the run stopped before its first, and resume=auto starts it afresh under its
     saved config) and the changes."""
     if from_checkpoint:
-        from her_rl.folder import checkpoint  # lazy: torch, which only a resume needs here: a refused command is told first
+        from her_rl.folder import checkpoint  # lazy: torch, for a resume only: a refused command is told first
 
         saved = checkpoint.load(out / CHECKPOINT)
         check_saved(saved, out / CHECKPOINT)
