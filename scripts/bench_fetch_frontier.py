@@ -119,16 +119,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def heights(p: argparse.ArgumentParser, run: Path, episodes: int) -> int:
+def _policy(p: argparse.ArgumentParser, flag: str, run: Path, episodes: int):
+    """The run's saved policy, for ``episodes`` fresh episodes (a refusal: one line, exit 2)."""
     import her_rl
-    from her_rl.errors import ConfigError
 
     if episodes < 1:
         p.error(f"--episodes: at least 1, got {episodes}")
     try:
-        policy = her_rl.load(run)
+        return her_rl.load(run)
     except ConfigError as exc:
-        p.error(f"--heights {run}: {exc}")
+        p.error(f"{flag} {run}: {exc}")
+
+
+def heights(p: argparse.ArgumentParser, run: Path, episodes: int) -> int:
+    policy = _policy(p, "--heights", run, episodes)
     if "desired_goal" not in getattr(policy.observation_space, "spaces", {}):
         p.error(f"--heights {run}: {policy.env_id} is not a goal env (no desired_goal to place)")
     split = frontier.success_by_goal_height(policy, policy.env_id, episodes)
@@ -139,14 +143,7 @@ def heights(p: argparse.ArgumentParser, run: Path, episodes: int) -> int:
 
 
 def carry(p: argparse.ArgumentParser, run: Path, episodes: int) -> int:
-    import her_rl
-
-    if episodes < 1:
-        p.error(f"--episodes: at least 1, got {episodes}")
-    try:
-        policy = her_rl.load(run)
-    except ConfigError as exc:
-        p.error(f"--carry {run}: {exc}")
+    policy = _policy(p, "--carry", run, episodes)
     if not str(policy.env_id).startswith("PandaPickAndPlace"):
         p.error(f"--carry {run}: it trains {policy.env_id}; the scripted grasp reads panda-gym's PickAndPlace "
                 "observation only")
