@@ -36,7 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from her_rl.config.compose import check_overrides, expand_overrides, hydra_message
-from her_rl.config.registry import ALGOS
+from her_rl.config.registry import stored_groups
 from her_rl.errors import ConfigError, EnvError, NonFiniteError, OutputError, printable
 from her_rl.folder import failures, rundir
 from her_rl.run.launchers import gather_each_job
@@ -129,7 +129,7 @@ def help_text() -> str:
     in as Hydra fills it (each group of the installed config files, hydra/ aside, with its options sorted),
     without composing a config: Hydra's --help builds a config repository per group, seconds for a page."""
     conf = Path(__file__).parent / "conf"  # not imported: that stores the learners' configs, through torch
-    options = {"algo": set(ALGOS)}  # the learners' configs are stored from the registry, not read from files
+    options = {group: set(names) for group, names in stored_groups().items()}  # stored, not read from files
     for group in (d for d in conf.iterdir() if d.is_dir() and d.name not in ("hydra", "__pycache__")):
         options.setdefault(group.name, set()).update(f.stem for f in group.glob("*.yaml"))
     lines = "".join(f"{group}: {', '.join(sorted(options[group]))}\n" for group in sorted(options))

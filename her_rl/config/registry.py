@@ -214,14 +214,21 @@ def meanings(name: str) -> dict[str, str]:
     return {key: words.get(key, "") for key in defaults(name)}
 
 
+def stored_groups() -> dict[str, tuple[str, ...]]:
+    """The config groups whose options :func:`store` puts into Hydra's ConfigStore (no file each), as
+    registered now: her-run's help lists them beside the groups of conf/ without importing the learners."""
+    return {"algo": tuple(ALGOS)}
+
+
 def store() -> None:
     """Put every registered algorithm's config and the table tasks' settings into Hydra's ConfigStore
     (idempotent)."""
     cs = ConfigStore.instance()
-    for name in ALGOS:
-        cs.store(group="algo", name=name, node=node(name))
+    for group, names in stored_groups().items():
+        for name in names:
+            cs.store(group=group, name=name, node=node(name))
     cs.store(name="_push_kwargs", node=dict(DEFAULTS))
     cs.store(name="_drag_kwargs", node=dict(DRAG_DEFAULTS))
 
 
-__all__ = ["defaults", "meanings", "node", "store"]
+__all__ = ["defaults", "meanings", "node", "store", "stored_groups"]
