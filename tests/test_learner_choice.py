@@ -104,8 +104,12 @@ def test_a_dense_goal_reward_is_said(tmp_path, capsys, monkeypatch):
     assert "env user_dense:DenseReach-v0: its reward is dense" in out
     assert "tuned file her_crossq_gym sets algo.episodes_per_cycle=2, algo.updates_per_step=0.4" in out
     assert "budget.env_steps" not in out.split("tuned file")[1].split("(a key")[0]  # the command's own key wins
-    her_rl.train(["algo=her_dqn", "env=gym", "env.id=experiments.grid_goal_env:GridGoal-v0",
-                  "budget.env_steps=100", "progress=false"], out_dir=tmp_path / "sparse")
+    # its sparse twin (-1 until near the goal) is not said to be dense
+    (tmp_path / "user_sparse.py").write_text(DENSE_ENV.replace("DenseReach", "SparseReach").replace(
+        "return -np.linalg.norm(np.asarray(achieved_goal) - desired_goal, axis=-1)",
+        "return -(np.linalg.norm(np.asarray(achieved_goal) - desired_goal, axis=-1) >= 0.1).astype(np.float32)"))
+    her_rl.train(["env=gym", "env.id=user_sparse:SparseReach-v0", "budget.env_steps=200", "progress=false",
+                  "algo.batch_size=32"], out_dir=tmp_path / "sparse")
     assert "dense" not in capsys.readouterr().out
 
 

@@ -465,7 +465,7 @@ class HindsightMemory:
         cum = self._cum_energy
         if not cum[-1] > 0:
             return self.sample_steps(batch_size, rng)
-        by_energy = batch_size if self.settings.energy_share >= 1.0 else round(self.settings.energy_share * batch_size)
+        by_energy = round(self.settings.energy_share * batch_size)
         ep = np.minimum(np.searchsorted(cum, rng.random(by_energy) * cum[-1], side="right"), len(cum) - 1)
         t = (rng.random(by_energy) * self.episodes.data["length"][ep]).astype(np.int64)
         if by_energy == batch_size:  # the paper's draw, alone: runs from before energy_share keep their numbers
