@@ -169,20 +169,26 @@ def test_fetch_pick_and_place_gets_its_own_file_by_its_id_and_by_its_group(robot
     assert compose(["algo=her_ddpg", "env=gym", "env.id=FetchPickAndPlace-v4"]).algo.n_step == 1
 
 
-def test_panda_pick_and_place_gets_the_pick_and_place_file_with_gamma_095_by_its_id(robotics):
+def test_panda_pick_and_place_gets_the_pick_and_place_file_with_gamma_095_and_an_energy_half_by_its_id(robotics):
     panda = compose(["env=gym", "env.id=PandaPickAndPlace-v3"])
     fetch_setting = compose(["env=gym", "env.id=PandaPickAndPlace-v3", "tuned=her_crossq_pick_and_place"])
     assert panda.algo.gamma == 0.95 and panda.algo.n_step == 3 and fetch_setting.algo.gamma == 0.98
-    assert {k: v for k, v in panda.algo.items() if k != "gamma"} == {k: v for k, v in fetch_setting.algo.items()
-                                                                      if k != "gamma"}
+    assert panda.algo.prioritize == "energy" and panda.algo.energy_share == 0.5
+    assert fetch_setting.algo.prioritize == "none" and fetch_setting.algo.energy_share == 1.0
+    own = ("gamma", "prioritize", "energy_share")
+    assert {k: v for k, v in panda.algo.items() if k not in own} == {k: v for k, v in fetch_setting.algo.items()
+                                                                     if k not in own}
     assert panda.eval == fetch_setting.eval and panda.budget == fetch_setting.budget
     line = choose(["env=gym", "env.id=PandaPickAndPlace-v3"]).line
     assert ("tuned file her_crossq_panda_pick_and_place sets algo.episodes_per_cycle=2, algo.updates_per_step=0.4"
             in line)
-    assert line.index("algo.updates_per_step") < line.index("algo.n_step=3") < line.index("algo.gamma=0.95")
+    assert line.index("algo.updates_per_step") < line.index("algo.n_step=3") < line.index("algo.gamma=0.95") \
+        < line.index("algo.prioritize=energy, algo.energy_share=0.5")
     for other in ("PandaPush-v3", "PandaStack-v3", "FetchPickAndPlace-v4"):  # the panda kind is this task's alone
         assert compose(["env=gym", f"env.id={other}"]).algo.gamma == 0.98
+        assert compose(["env=gym", f"env.id={other}"]).algo.prioritize == "none"
     assert compose(["env=gym", "env.id=PandaPickAndPlace-v3", "algo.gamma=0.98"]).algo.gamma == 0.98  # the command wins
+    assert compose(["env=gym", "env.id=PandaPickAndPlace-v3", "algo.energy_share=1"]).algo.energy_share == 1
     assert compose(["algo=her_sac", "env=gym", "env.id=PandaPickAndPlace-v3"]).algo.gamma == 0.98  # her_sac_gym
 
 
