@@ -53,6 +53,37 @@ def run_row(task: str, family: str, seed: int, folder: Path, *, cap: int | None,
     }
 
 
+UNTIMED = ("wall_time", "charts/SPS")  # the only metrics that differ between two runs of one config
+UNSEEN = ("resume", "progress")  # keys that change no number: a resumed run's saved config says resume true
+
+
+def same_run(made: Path, plain: Path) -> tuple[list[str], int, int | None]:
+    """Is run folder ``made`` (started with keys that a tuned file now sets) the run ``plain`` (the plain
+    command, run for a while) would be? Returns the config keys that differ (``UNSEEN`` aside), how many
+    of ``plain``'s metrics rows equal ``made``'s first ones (wall time and SPS aside), and the env step
+    of the first row that differs (None: none did)."""
+    import json
+
+    import yaml
+
+    def leaves(node: Any, prefix: str) -> dict[str, Any]:
+        if not isinstance(node, dict):
+            return {prefix: node}
+        return {k: v for key, value in node.items() for k, v in leaves(value, f"{prefix}.{key}" if prefix else key).items()}
+
+    configs = [leaves(yaml.safe_load((folder / "config.yaml").read_text()), "") for folder in (made, plain)]
+    keys = sorted(k for k in set(configs[0]) | set(configs[1])
+                  if k not in UNSEEN and configs[0].get(k, "<absent>") != configs[1].get(k, "<absent>"))
+    rows = [[{k: v for k, v in json.loads(line).items() if k not in UNTIMED}
+             for line in (folder / "metrics.jsonl").read_text().splitlines() if line.strip()] for folder in (made, plain)]
+    equal = 0
+    for ours, theirs in zip(*rows):
+        if ours != theirs:
+            return keys, equal, int(theirs.get("step", -1))
+        equal += 1
+    return keys, equal, None
+
+
 def to_level(row: dict[str, Any], level: float) -> int | None:
     """The env step of the row's first evaluation at or above ``level``; None: never."""
     return next((step for step, success, _ in row["evals"] if success >= level), None)

@@ -49,3 +49,23 @@ def test_the_table_gives_each_seed_its_steps_to_each_level_and_the_iqm_over_thre
     # where the seeds ran differently, each seed's line is named, in seed order
     apart = [_row(1, [(10_000, 0.4)]), {**_row(0, [(10_000, 0.5)]), "note": "alone"}]
     assert "- `PandaPush-v3`: seed 0: a CPU; alone | seed 1: a CPU; beside a test" in section(apart, None)
+
+
+def _folder(path, config, rows):
+    path.mkdir()
+    (path / "config.yaml").write_text(config)
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_same_run_compares_configs_and_rows_with_time_aside(tmp_path):
+    from bench.families import same_run
+
+    rows = [{"step": 100 * i, "wall_time": 5.0 + i, "charts/SPS": 90.0, "losses/qf_loss": 1.0 / (i + 1)} for i in range(5)]
+    made = _folder(tmp_path / "made", "seed: 0\nresume: true\nprogress: true\nalgo:\n  gamma: 0.95\n", rows)
+    timed = [{**r, "wall_time": 99.0, "charts/SPS": 10.0} for r in rows[:3]]
+    plain = _folder(tmp_path / "plain", "seed: 0\nresume: false\nprogress: false\nalgo:\n  gamma: 0.95\n", timed)
+    assert same_run(made, plain) == ([], 3, None)
+    other = _folder(tmp_path / "other", "seed: 0\nalgo:\n  gamma: 0.98\n  n_step: 3\n",
+                    [timed[0], {**timed[1], "losses/qf_loss": 0.4}, timed[2]])
+    assert same_run(made, other) == (["algo.gamma", "algo.n_step"], 1, 100)
