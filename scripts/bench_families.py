@@ -85,10 +85,12 @@ def same_as(run: Path, task: str, seed: int, seconds: float) -> int:
         if not (folder / "metrics.jsonl").is_file():
             raise SystemExit(f"{task}: the plain command wrote no metrics in {seconds:g} s: {err.strip()[-300:]}")
         keys, equal, differs = same_run(run, folder)
-        total = len((folder / "metrics.jsonl").read_text().splitlines())
+        rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line.strip()]
     said = f"her-run env=gym env.id={task} seed={seed}"
+    upto = "" if not equal else f", to env step {rows[equal - 1]['step']:,} with " \
+        f"{sum('eval/success_rate' in r for r in rows[:equal])} evaluation(s)"
     print(f"{said}: config {'the same' if not keys else 'differs at ' + ', '.join(keys)} (resume and progress aside); "
-          f"{equal} of its {total} metrics rows equal {run}'s first ones (wall time and SPS aside)"
+          f"{equal} of its {len(rows)} metrics rows equal {run}'s first ones{upto} (wall time and SPS aside)"
           + ("" if differs is None else f"; the first that differs is at env step {differs:,}"), flush=True)
     return 0 if not keys and differs is None and equal else 1
 
