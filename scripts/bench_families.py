@@ -75,15 +75,17 @@ def same_as(run: Path, task: str, seed: int, seconds: float) -> int:
         folder = Path(tmp) / "run"
         Path(tmp, "sb3_bitflip.py").write_text(SB3_BITFLIP)
         command = ["env=gym", f"env.id={task}", f"seed={seed}", "progress=false", f"hydra.run.dir={folder}"]
-        proc = subprocess.Popen([str(Path(sys.executable).with_name("her-run")), *command], cwd=tmp,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            proc.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate()
-        if not (folder / "metrics.jsonl").is_file():
-            raise SystemExit(f"{task}: the plain command wrote no metrics in {seconds:g} s: {err.strip()[-300:]}")
+        with open(Path(tmp, "stderr.txt"), "w+") as err:  # a file, not a pipe: a long run cannot fill it
+            proc = subprocess.Popen([str(Path(sys.executable).with_name("her-run")), *command], cwd=tmp,
+                                    stdout=subprocess.DEVNULL, stderr=err)
+            try:
+                proc.wait(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait()
+            err.seek(0)
+            if not (folder / "metrics.jsonl").is_file():
+                raise SystemExit(f"{task}: the plain command wrote no metrics in {seconds:g} s: {err.read().strip()[-300:]}")
         keys, equal, differs = same_run(run, folder)
         rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line.strip()]
     said = f"her-run env=gym env.id={task} seed={seed}"
